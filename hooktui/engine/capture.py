@@ -1,0 +1,382 @@
+"""Hooks on every module: forward pre/post firings, and full-backward-hook firings
+captured without PyTorch's `register_full_backward_hook`.
+
+Why not the real full backward hooks: they route a module's inputs and outputs through
+`BackwardHookFunction`, whose outputs are views that raise on any in-place op
+(`nn.ReLU(inplace=True)`, `x += y`), so they break real models. Here nothing the model
+sees is replaced; per module call we hook existing autograd nodes instead:
+
+- grad_output: a pre-hook on the nodes that produced the call's output tensors,
+  registered in the forward hook. A node hook stays with its node even if the tensor is
+  later modified in place, so it sees the gradient w.r.t. the value the module returned.
+- grad_input: the nodes created during the call (their sequence numbers fall between the
+  pre- and post-hook) that consume a positional input (an edge to the input's gradient
+  edge, taken before the call). A post-hook on each gives exactly this call's share of
+  that input's gradient; an in-place op on the input inside the module is just another
+  consumer node.
+
+Like PyTorch's full hooks: a call whose positional inputs need no grad fires its backward
+firing early, right after backward_pre, with no input grads; a call whose outputs need no
+grad fires no backward at all; a tensor input that does not require grad beside one that
+does gets zeros. Unlike them, dict/list/dataclass outputs are captured too.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import nodes, stats
+from torch.autograd.graph import get_gradient_edge
+
+from .naming import call_tensors, named_tensors
+from .records import Event, SourceLocation, TensorRecord
+from .source import caller_location, definition_location
+
+
+@dataclass
+class LiveFiring:
+    """The live objects of the firing the worker is paused in."""
+
+    event: Event
+    module: nn.Module | None
+    tensors: dict[str, torch.Tensor | None]
+    node: Any = None  # torch.autograd.graph.Node
+
+
+@dataclass
+class _Call:
+    """One call of one module, from its forward pre-hook to its last backward firing."""
+
+    module: nn.Module
+    name: str
+    type: str
+    index: int
+    source: SourceLocation | None
+    n_args: int
+    # Positional tensor inputs: arg index -> tensor (what the caller passed).
+    inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    # Inputs that require grad: arg index -> their gradient edge (node, output_nr) before the call.
+    input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    seq_start: int = 0
+    forward_index: int | None = None
+    output_names: list[str] = field(default_factory=list)
+    output_node: Any = None
+    output_requires_grad: list[bool] = field(default_factory=list)
+    input_watch: _GradWatch | None = None
+    has_input_grad: bool = False
+    # Inputs returned unchanged: arg index -> output slot.
+    passthrough: dict[int, int] = field(default_factory=dict)
+
+
+class _GradWatch:
+    """Gathers gradients that arrive at several autograd nodes during one backward and
+    calls `done(grads, nodes)` once every watched node that will run has run (the same
+    rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
+    nodes, which in-place ops cannot move)."""
+
+    def __init__(self, n_slots: int, done: Callable[[list, list], None], hooks: _NodeHooks) -> None:
+        self.grads: list[torch.Tensor | None] = [None] * n_slots
+        self._done = done
+        self._hooks = hooks
+        self._expected: int | None = None
+        self._seen = 0
+        self._lock = threading.Lock()
+        # (node, watching grad_inputs?) -> [(slot, position)]
+        self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
+
+    def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False) -> None:
+        """Slot `slot` gets `grad_outputs[position]` of `node` (its pre-hook), or
+        `grad_inputs[position]` (its post-hook) when `grad_inputs` is true."""
+        key = (node, grad_inputs)
+        if key not in self._by_node:
+            self._by_node[key] = []
+            self._hooks.add(node, grad_inputs, lambda grads, k=key: self._arrive(k, grads))
+        self._by_node[key].append((slot, position))
+
+    @property
+    def nodes(self) -> list:
+        return [node for node, _ in self._by_node]
+
+    def _arrive(self, key, grads) -> None:
+        with self._lock:
+            entries = self._by_node.get(key)
+            if not entries:
+                return
+            if self._expected is None:
+                self._expected = sum(torch._C._will_engine_execute_node(n) for n, _ in self._by_node)
+            for slot, position in entries:
+                grad = grads[position]
+                if grad is not None and self.grads[slot] is not None:
+                    grad = self.grads[slot] + grad  # several consumers of one input
+                self.grads[slot] = grad
+            self._seen += 1
+            finished = self._seen == self._expected
+        if finished:
+            self._done(self.grads, self.nodes)
+
+
+class _NodeHooks:
+    """One PyTorch hook per (node, pre|post), dispatching to our watchers.
+
+    The order gives PyTorch's nesting when a wrapper and its child share a node (a
+    Sequential's output is its last child's output; its input feeds its first child): the
+    wrapper registers later, its pre-hook watcher must run first (newest first), and its
+    post-hook watcher last (oldest first)."""
+
+    def __init__(self) -> None:
+        self._watchers: dict[tuple[Any, bool], list[Callable]] = {}
+        self.handles: list = []
+
+    def add(self, node, post: bool, callback: Callable) -> None:
+        key = (node, post)
+        if key not in self._watchers:
+            watchers: list[Callable] = []
+            self._watchers[key] = watchers
+            if post:
+                self.handles.append(node.register_hook(lambda grad_inputs, _go, w=watchers: _dispatch(w, grad_inputs)))
+            else:
+                self.handles.append(node.register_prehook(lambda grad_outputs, w=watchers: _dispatch(w, grad_outputs)))
+        if post:
+            self._watchers[key].append(callback)
+        else:
+            self._watchers[key].insert(0, callback)
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles.clear()
+        self._watchers.clear()
+
+
+def _dispatch(watchers: list[Callable], grads) -> None:
+    for callback in list(watchers):
+        callback(grads)
+
+
+Emit = Callable[[Event, LiveFiring], None]
+
+
+class Tracer:
+    """Installs the hooks on every module of `model`, turns firings into Events, removes
+    every hook it added on `remove()`."""
+
+    def __init__(self, model: nn.Module, emit: Emit, options: stats.StatsOptions = stats.StatsOptions()) -> None:
+        self.model = model
+        self.emit = emit
+        self.options = options
+        self.phase = "forward"
+        self._names = {id(m): name for name, m in model.named_modules()}
+        self._handles: list = []
+        self._node_hooks = _NodeHooks()
+        self._stacks: dict[int, list[_Call]] = defaultdict(list)
+        self._counts: dict[str, int] = defaultdict(int)
+        self._next_index = 0
+
+    # -- install / remove --------------------------------------------------------
+    def install(self) -> None:
+        for _, module in self.model.named_modules():
+            self._handles.append(module.register_forward_pre_hook(self._pre_hook, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(self._post_hook, with_kwargs=True, always_call=True))
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._node_hooks.remove()
+        self._stacks.clear()
+
+    def next_index(self) -> int:
+        index = self._next_index
+        self._next_index += 1
+        return index
+
+    # -- forward -----------------------------------------------------------------
+    def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
+        name = self._names[id(module)]
+        call = _Call(
+            module=module,
+            name=name,
+            type=type(module).__name__,
+            index=self._counts[name],
+            source=caller_location() or definition_location(type(module)),
+            n_args=len(args),
+            inputs={i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+        )
+        self._counts[name] += 1
+        self._stacks[id(module)].append(call)
+
+        tensors = call_tensors(args, kwargs)
+        self._fire(call, "forward_pre", [self._describe(n, t) for n, t in tensors], dict(tensors), node=None)
+
+        if torch.is_grad_enabled():
+            call.seq_start = torch._C._autograd._get_sequence_nr()
+            for i, arg in call.inputs.items():
+                if arg.requires_grad:
+                    edge = get_gradient_edge(arg)
+                    call.input_edges[i] = (edge.node, edge.output_nr)
+        return None
+
+    def _post_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any):
+        stack = self._stacks.get(id(module))
+        if not stack:
+            return None
+        call = stack.pop()
+        if sys.exc_info()[1] is not None:
+            # Called by always_call because forward raised: the error event says the rest.
+            return None
+
+        outputs = list(named_tensors(output, "output"))
+        call.output_names = [n for n, _ in outputs]
+        first_node = next((t.grad_fn for _, t in outputs if t.grad_fn is not None), None)
+        call.output_node = first_node
+        tensors = call_tensors(args, kwargs) + outputs
+        call.forward_index = self._fire(
+            call, "forward", [self._describe(n, t) for n, t in tensors], dict(tensors), node=first_node
+        )
+        if torch.is_grad_enabled() and self._watch_outputs(call, outputs):
+            self._watch_inputs(call, outputs)
+        return None
+
+    def _watch_outputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> None:
+        """Watch grad_output; False when no output needs grad (then, like a full backward
+        hook, the call has no backward firing)."""
+        with_grad = [(j, t) for j, (_, t) in enumerate(outputs) if t.requires_grad and t.grad_fn is not None]
+        if not with_grad:
+            return False
+        watch = _GradWatch(len(outputs), lambda grads, ns, c=call: self._on_grad_output(c, grads, ns), self._node_hooks)
+        for j, tensor in with_grad:
+            watch.watch(tensor.grad_fn, j, tensor.output_nr)
+        call.output_requires_grad = [t.requires_grad for _, t in outputs]
+        return True
+
+    def _watch_inputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> None:
+        """Watch grad_input through the nodes of this call that consume each input."""
+        if not call.input_edges:
+            return  # fires early, from _on_grad_output
+        seq_end = torch._C._autograd._get_sequence_nr()
+        consumers = _consumers(call.input_edges, [t.grad_fn for _, t in outputs if t.grad_fn is not None], call.seq_start, seq_end)
+        watch = _GradWatch(call.n_args, lambda grads, ns, c=call: self._on_grad_input(c, grads, ns), self._node_hooks)
+        for node, position, slot in consumers:
+            watch.watch(node, slot, position, grad_inputs=True)
+        # An input returned unchanged (nn.Identity) has no consumer inside the call: its
+        # gradient is the matching grad_output.
+        passthrough = {i for i in call.input_edges if not any(slot == i for _, _, slot in consumers)}
+        for i in passthrough:
+            edge = call.input_edges[i]
+            for j, (_, tensor) in enumerate(outputs):
+                if tensor.grad_fn is edge[0] and tensor.output_nr == edge[1]:
+                    call.passthrough[i] = j
+        call.input_watch = watch if consumers else None
+        call.has_input_grad = True
+
+    # -- backward ----------------------------------------------------------------
+    def _on_grad_output(self, call: _Call, grads: list, watched_nodes: list) -> None:
+        tensors, live = [], {}
+        flags = call.output_requires_grad
+        for j, (out_name, grad) in enumerate(zip(call.output_names, grads)):
+            name = f"grad_output[{j}]"
+            if grad is not None:
+                tensors.append(self._describe(name, grad, target=out_name))
+            elif j < len(flags) and not flags[j]:
+                tensors.append(stats.missing(name, "this output does not require grad", target=out_name))
+            else:
+                tensors.append(stats.missing(name, "no gradient reached this output (the loss does not depend on it)", target=out_name))
+            live[name] = grad
+        self._fire(call, "backward_pre", tensors, live, node=call.output_node)
+        if call.input_watch is None:
+            # No consumer node to wait for: either no input needs grad (PyTorch fires
+            # early here) or every input passed straight through to an output.
+            passed = [grads[call.passthrough[i]] if i in call.passthrough else None for i in range(call.n_args)]
+            self._on_grad_input(call, passed, [], early=not call.has_input_grad)
+
+    def _on_grad_input(self, call: _Call, grads: list, watched_nodes: list, early: bool = False) -> None:
+        tensors, live = [], {}
+        any_grad = bool(call.input_edges)
+        for i in range(call.n_args):
+            name, target = f"grad_input[{i}]", f"args[{i}]"
+            original = call.inputs.get(i)
+            grad = grads[i] if i < len(grads) else None
+            if original is None:
+                tensors.append(stats.missing(name, "not a tensor argument", target=target))
+            elif grad is not None:
+                tensors.append(self._describe(name, grad, target=target))
+            elif any_grad and not original.requires_grad and original.is_floating_point():
+                # PyTorch's full backward hook passes zeros here, not None.
+                grad = torch.zeros((), dtype=original.dtype, device=original.device).expand(original.shape)
+                tensors.append(
+                    self._describe(name, grad, target=target, note="zeros: this input does not require grad (PyTorch's full backward hook passes zeros)")
+                )
+            elif not original.requires_grad:
+                tensors.append(stats.missing(name, "this input does not require grad", target=target))
+            else:
+                tensors.append(stats.missing(name, "no gradient flowed to this input through this call", target=target))
+            live[name] = grad
+        notes = []
+        if early:
+            notes.append(
+                "fired early, right after backward_pre and before the backward of this module's children: "
+                "none of its positional inputs requires grad (PyTorch's full backward hook does the same)"
+            )
+        node = watched_nodes[0] if watched_nodes else call.output_node
+        self._fire(call, "backward", tensors, live, node=node, notes=notes)
+
+    # -- events ------------------------------------------------------------------
+    def _describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
+        return stats.describe(name, tensor, self.options, **extra)
+
+    def _fire(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
+        backward = hook.startswith("backward")
+        event = Event(
+            index=self.next_index(),
+            phase=self.phase,
+            hook=hook,
+            module=call.name,
+            module_type=call.type,
+            call=call.index,
+            grad_fn=nodes.node_name(node),
+            tensors=tensors,
+            source=call.source,
+            node=nodes.describe_node(node),
+            forward_index=call.forward_index if backward else None,
+            notes=notes or [],
+        )
+        self.emit(event, LiveFiring(event=event, module=call.module, tensors=live, node=node))
+        return event.index
+
+
+def _consumers(input_edges: dict[int, tuple[Any, int]], output_nodes: list, seq_start: int, seq_end: int):
+    """(node, input position, arg index) for each node created in [seq_start, seq_end)
+    whose next_functions reach an input's gradient edge. Walks back from the outputs
+    through the call's own nodes only."""
+    wanted = {(id(node), nr): i for i, (node, nr) in input_edges.items()}
+    found, seen = [], set()
+    frontier = [n for n in output_nodes if _in_range(n, seq_start, seq_end)]
+    while frontier:
+        node = frontier.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for position, (nxt, nr) in enumerate(node.next_functions):
+            if nxt is None:
+                continue
+            slot = wanted.get((id(nxt), nr))
+            if slot is not None:
+                found.append((node, position, slot))
+            elif _in_range(nxt, seq_start, seq_end):
+                frontier.append(nxt)
+    return found
+
+
+def _in_range(node, start: int, end: int) -> bool:
+    try:
+        return start <= node._sequence_nr() < end
+    except RuntimeError:
+        return False

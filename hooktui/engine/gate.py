@@ -1,0 +1,112 @@
+"""The pause gate: the worker thread blocks here after each firing until told to go on."""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from dataclasses import dataclass
+
+from .records import Event
+
+
+class QuitRequested(BaseException):
+    """Raised inside a hook to abort the run. A BaseException so a model's own
+    `except Exception` cannot swallow it."""
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    module: str = "*"  # glob over qualified module names; "" is the root
+    phase: str | None = None  # "forward", "backward" or None for both
+
+    def matches(self, event: Event) -> bool:
+        if self.phase is not None and event.phase != self.phase:
+            return False
+        return fnmatch.fnmatchcase(event.module, self.module)
+
+
+class Gate:
+    """Step / continue / quit, with breakpoints. Thread-safe.
+
+    Modes: "step" pauses at the next firing; "continue" pauses at a breakpoint;
+    "run" never pauses (recording).
+    """
+
+    def __init__(self, pause: bool = True) -> None:
+        self._cond = threading.Condition()
+        self._mode = "step" if pause else "run"
+        self._released = False
+        self._quit = False
+        self._breakpoints: set[Breakpoint] = set()
+        self.break_on_backward = False
+        self._last_phase: str | None = None
+        self.paused = False
+
+    # -- commands (any thread) -------------------------------------------------
+    def step(self) -> None:
+        self._release("step")
+
+    def resume(self) -> None:
+        self._release("continue")
+
+    def run_to_end(self) -> None:
+        self._release("run")
+
+    def quit(self) -> None:
+        with self._cond:
+            self._quit = True
+            self._cond.notify_all()
+
+    @property
+    def quitting(self) -> bool:
+        return self._quit
+
+    def _release(self, mode: str) -> None:
+        with self._cond:
+            self._mode = mode
+            self._released = True
+            self._cond.notify_all()
+
+    # -- breakpoints -----------------------------------------------------------
+    def toggle_breakpoint(self, bp: Breakpoint) -> bool:
+        """Add or remove `bp`; True when it is now set."""
+        with self._cond:
+            if bp in self._breakpoints:
+                self._breakpoints.discard(bp)
+                return False
+            self._breakpoints.add(bp)
+            return True
+
+    @property
+    def breakpoints(self) -> frozenset[Breakpoint]:
+        return frozenset(self._breakpoints)
+
+    def should_pause(self, event: Event) -> bool:
+        entering_backward = event.phase == "backward" and self._last_phase != "backward"
+        self._last_phase = event.phase
+        if self._mode == "step":
+            return True
+        if self._mode == "run":
+            return False
+        if entering_backward and self.break_on_backward:
+            return True
+        return any(bp.matches(event) for bp in list(self._breakpoints))
+
+    # -- worker side -----------------------------------------------------------
+    def check(self, event: Event, on_pause=None) -> None:
+        """Called by the worker after each firing: pause here if the mode or a breakpoint says so."""
+        if self._quit:
+            raise QuitRequested
+        if not self.should_pause(event):
+            return
+        with self._cond:
+            self._released = False
+            self.paused = True
+            if on_pause is not None:
+                on_pause(event)
+            # Wake regularly so a quit can never be missed.
+            while not self._released and not self._quit:
+                self._cond.wait(timeout=0.1)
+            self.paused = False
+        if self._quit:
+            raise QuitRequested

@@ -1,0 +1,41 @@
+"""Flatten the nested arguments and outputs of a module call into named tensors.
+
+Names say where a tensor sits: `args[0]`, `kwargs['mask']`, `output[1]['logits']`,
+`output.last_hidden_state` (dataclass field).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+MAX_DEPTH = 8
+
+
+def named_tensors(value: Any, prefix: str, depth: int = 0) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor inside `value` (tuples, lists, dicts, dataclasses), depth first."""
+    if isinstance(value, torch.Tensor):
+        yield prefix, value
+    elif depth >= MAX_DEPTH:
+        return
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from named_tensors(item, f"{prefix}[{key!r}]", depth + 1)
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from named_tensors(item, f"{prefix}[{i}]", depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from named_tensors(getattr(value, f.name, None), f"{prefix}.{f.name}", depth + 1)
+
+
+def call_tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:
+    tensors = []
+    for i, arg in enumerate(args):
+        tensors.extend(named_tensors(arg, f"args[{i}]"))
+    for key, value in kwargs.items():
+        tensors.extend(named_tensors(value, f"kwargs[{key!r}]"))
+    return tensors

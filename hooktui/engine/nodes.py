@@ -1,0 +1,70 @@
+"""Autograd node introspection: real names, next_functions trees, saved tensor shapes."""
+
+from __future__ import annotations
+
+import torch
+
+from .records import NodeRecord
+
+# Wrappers PyTorch's own hook machinery inserts; the real node sits behind them.
+_WRAPPERS = ("BackwardHookFunctionBackward",)
+
+
+def real_node(node):
+    """Look through hook wrapper nodes to the node that does the work."""
+    seen = 0
+    while node is not None and node.name() in _WRAPPERS and seen < 16:
+        nexts = [n for n, _ in node.next_functions if n is not None]
+        node = nexts[0] if nexts else None
+        seen += 1
+    return node
+
+
+def node_name(node) -> str | None:
+    node = real_node(node)
+    return None if node is None else node.name()
+
+
+def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
+    """A NodeRecord for `node` with its next_functions `depth` levels deep."""
+    node = real_node(node)
+    if node is None:
+        return None
+    record = NodeRecord(name=node.name(), seq_nr=_seq_nr(node), saved=_saved_shapes(node))
+    if depth > 0:
+        nexts = list(node.next_functions)
+        record.truncated = len(nexts) > breadth
+        record.next = [describe_node(n, depth - 1, breadth) if n is not None else None for n, _ in nexts[:breadth]]
+    else:
+        record.truncated = bool(node.next_functions)
+    if node.name() == "torch::autograd::AccumulateGrad":
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            record.saved["variable"] = list(variable.shape)
+    return record
+
+
+def _seq_nr(node) -> int | None:
+    try:
+        return int(node._sequence_nr())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _saved_shapes(node) -> dict[str, list[int] | str]:
+    """Shapes of the node's saved tensors (`_saved_*`), or why they are gone."""
+    saved: dict[str, list[int] | str] = {}
+    for attr in dir(node):
+        if not attr.startswith("_saved_") or attr.startswith("_saved_raw"):
+            continue
+        key = attr.removeprefix("_saved_")
+        try:
+            value = getattr(node, attr)
+        except RuntimeError:
+            saved[key] = "freed"
+            continue
+        if isinstance(value, torch.Tensor):
+            saved[key] = list(value.shape)
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            saved[key] = f"{len(value)} tensors"
+    return saved

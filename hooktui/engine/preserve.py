@@ -1,0 +1,30 @@
+"""Leave the user's model as it was found: gradients and buffers are put back after a run."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from .naming import call_tensors
+
+
+@contextmanager
+def preserved_model_state(model: nn.Module, args: tuple, kwargs: dict):
+    """Run with every leaf's `.grad` cleared, then restore the original `.grad` objects
+    (backward would otherwise accumulate into them) and every buffer's values (BatchNorm
+    running stats move in a training-mode forward)."""
+    leaves = list(model.parameters()) + [t for _, t in call_tensors(args, kwargs) if t.is_leaf and t.requires_grad]
+    grads = [(leaf, leaf.grad) for leaf in leaves]
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    for leaf in leaves:
+        leaf.grad = None
+    try:
+        yield
+    finally:
+        for leaf, grad in grads:
+            leaf.grad = grad
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)

@@ -1,0 +1,206 @@
+"""Plain event records: what the engine hands to the UI, the CLI and trace files.
+
+Nothing here imports torch or Textual, so a recorded trace can be read, rendered and
+tested with no model attached. Every record round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+PHASES = ("forward", "backward")
+# Hook kinds, in the order a reader meets them. `error` is the last event of a run
+# whose model raised.
+HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "error")
+
+
+@dataclass
+class TensorStats:
+    """Summary of one tensor, computed on its device (see engine/stats.py).
+
+    min/max/mean/std/absmax/norm are over the finite values only; NaN and +/-Inf are
+    counted separately. `approx` is true when the tensor was too large and the numbers
+    come from an evenly strided sample of `sampled` elements. For complex tensors the
+    numbers describe |z| (`of == "abs"`).
+    """
+
+    count: int
+    finite: int = 0
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    absmax: float | None = None
+    norm: float | None = None
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    zeros: int = 0
+    hist: list[int] = field(default_factory=list)
+    hist_range: list[float] | None = None
+    approx: bool = False
+    sampled: int = 0
+    of: str = "values"
+
+
+@dataclass
+class TensorRecord:
+    """One tensor of a firing, or a missing one (`shape is None`, `missing` says why)."""
+
+    name: str
+    shape: list[int] | None
+    dtype: str | None = None
+    device: str | None = None
+    requires_grad: bool | None = None
+    grad_fn: str | None = None
+    # For gradients: the forward-side tensor this gradient belongs to, e.g. "args[0]".
+    target: str | None = None
+    stats: TensorStats | None = None
+    # A leading block of the tensor (row-major, flattened) and that block's shape.
+    # `values_shape == shape` means every value was kept.
+    values: list[float] | None = None
+    values_shape: list[int] | None = None
+    missing: str | None = None
+    note: str | None = None
+
+    @property
+    def is_missing(self) -> bool:
+        return self.shape is None
+
+    @property
+    def values_complete(self) -> bool:
+        return self.values is not None and self.values_shape == self.shape
+
+
+@dataclass
+class NodeRecord:
+    """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
+
+    name: str
+    seq_nr: int | None = None
+    next: list[NodeRecord | None] = field(default_factory=list)
+    saved: dict[str, list[int] | str] = field(default_factory=dict)
+    truncated: bool = False
+
+
+@dataclass
+class SourceLocation:
+    filename: str
+    lineno: int
+    function: str
+    line: str = ""
+
+
+@dataclass
+class ErrorRecord:
+    type: str
+    message: str
+    traceback: str
+
+
+@dataclass
+class Event:
+    """One hook firing."""
+
+    index: int
+    phase: str
+    hook: str
+    module: str
+    module_type: str
+    call: int
+    grad_fn: str | None = None
+    tensors: list[TensorRecord] = field(default_factory=list)
+    source: SourceLocation | None = None
+    node: NodeRecord | None = None
+    # Backward firings: index of the forward firing (kind "forward") of the same call.
+    forward_index: int | None = None
+    # Facts worth saying about this firing, e.g. why it fired early.
+    notes: list[str] = field(default_factory=list)
+    error: ErrorRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        return _build(cls, data)
+
+    @property
+    def main_tensor(self) -> TensorRecord | None:
+        """The tensor a one-line summary should show: the first one that is present."""
+        for tensor in self.tensors:
+            if not tensor.is_missing:
+                return tensor
+        return None
+
+
+@dataclass
+class ModuleInfo:
+    name: str
+    type: str
+    # Parameters directly owned by this module: name -> shape.
+    params: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        return 0 if not self.name else self.name.count(".") + 1
+
+    @property
+    def parent(self) -> str | None:
+        if not self.name:
+            return None
+        return self.name.rpartition(".")[0]
+
+
+@dataclass
+class TraceInfo:
+    """What a trace is of: enough for the UI to draw without the model."""
+
+    model: str
+    modules: list[ModuleInfo]
+    loss: str
+    device: str = "cpu"
+    torch_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceInfo:
+        return _build(cls, data)
+
+
+# Nested record types by (owner class, field name); used to rebuild records from JSON.
+_NESTED: dict[tuple[type, str], type] = {
+    (Event, "tensors"): TensorRecord,
+    (Event, "source"): SourceLocation,
+    (Event, "node"): NodeRecord,
+    (Event, "error"): ErrorRecord,
+    (TensorRecord, "stats"): TensorStats,
+    (NodeRecord, "next"): NodeRecord,
+    (TraceInfo, "modules"): ModuleInfo,
+}
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a record from a dict, rejecting unknown or missing keys with ValueError."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown keys for {cls.__name__}: {sorted(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        nested = _NESTED.get((cls, name))
+        if nested is not None and value is not None:
+            if isinstance(value, list):
+                value = [None if v is None else _build(nested, v) for v in value]
+            else:
+                value = _build(nested, value)
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad {cls.__name__}: {exc}") from None

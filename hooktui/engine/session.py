@@ -1,0 +1,202 @@
+"""A debugging session: forward then backward of one model, pausing in every hook firing.
+
+`Session.run()` blocks and is meant for a worker thread; `step()`, `resume()` and `quit()`
+come from any other thread. `record()` is the same run without pauses.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import stats
+from .capture import LiveFiring, Tracer
+from .gate import Breakpoint, Gate, QuitRequested
+from .inputs import default_loss, split_inputs
+from .preserve import preserved_model_state
+from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
+from .source import RUNNER_FUNCTION
+
+STATES = ("ready", "running", "paused", "finished", "failed", "quit")
+
+
+@dataclass
+class Trace:
+    """What a run produced. `events` are plain records; the rest is live and optional."""
+
+    info: TraceInfo
+    events: list[Event] = field(default_factory=list)
+    state: str = "ready"
+    error: ErrorRecord | None = None
+    output: Any = None
+    loss: torch.Tensor | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.state == "failed"
+
+
+def describe_modules(model: nn.Module) -> list[ModuleInfo]:
+    return [
+        ModuleInfo(name=name, type=type(m).__name__, params={p: list(t.shape) for p, t in m.named_parameters(recurse=False)})
+        for name, m in model.named_modules()
+    ]
+
+
+class Session:
+    def __init__(
+        self,
+        model: nn.Module,
+        inputs: Any,
+        loss_fn: Callable[[Any], torch.Tensor] | None = None,
+        *,
+        pause: bool = True,
+        label: str | None = None,
+        options: stats.StatsOptions = stats.StatsOptions(),
+        loss_label: str | None = None,
+    ) -> None:
+        self.model = model
+        self.args, self.kwargs = split_inputs(inputs)
+        self.loss_fn = loss_fn
+        self.gate = Gate(pause=pause)
+        self.options = options
+        device = next((str(p.device) for p in model.parameters()), "cpu")
+        if loss_fn is None:
+            loss_text = "default loss: sum of every floating-point output"
+        else:
+            loss_text = loss_label or f"loss_fn: {getattr(loss_fn, '__name__', 'custom')}(output)"
+        self.trace = Trace(
+            info=TraceInfo(
+                model=label or type(model).__name__,
+                modules=describe_modules(model),
+                loss=loss_text,
+                device=device,
+                torch_version=torch.__version__,
+            )
+        )
+        self.current: LiveFiring | None = None
+        self._on_event: Callable[[Event], None] | None = None
+        self._on_state: Callable[[str], None] | None = None
+        self._lock = threading.RLock()
+
+    # -- controls (any thread) ---------------------------------------------------
+    def step(self) -> None:
+        self.gate.step()
+
+    def resume(self) -> None:
+        self.gate.resume()
+
+    def quit(self) -> None:
+        self.gate.quit()
+
+    def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
+        return self.gate.toggle_breakpoint(Breakpoint(module=module, phase=phase))
+
+    @property
+    def state(self) -> str:
+        return self.trace.state
+
+    @property
+    def events(self) -> list[Event]:
+        return self.trace.events
+
+    # -- the run (worker thread) -------------------------------------------------
+    def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
+        self._on_event, self._on_state = on_event, on_state
+        tracer = Tracer(self.model, self._emit, self.options)
+        self._set_state("running")
+        final = "finished"
+        try:
+            with preserved_model_state(self.model, self.args, self.kwargs), torch.enable_grad():
+                tracer.install()
+                try:
+                    output = self._run_model_forward()
+                    self.trace.output = output
+                    tracer.phase = "backward"
+                    loss = self._loss(output)
+                    self.trace.loss = loss.detach()
+                    loss.backward()
+                finally:
+                    tracer.remove()
+        except QuitRequested:
+            final = "quit"
+        except Exception as exc:  # the user's model failed: record it, never crash the host
+            self._record_error(exc, tracer.phase, tracer.next_index())
+            final = "failed"
+        finally:
+            self.current = None
+        self._set_state(final)
+        return self.trace
+
+    def _run_model_forward(self) -> Any:
+        # The name is what source.caller_location() stops at: the root call has no user caller.
+        return self.model(*self.args, **self.kwargs)
+
+    def _loss(self, output: Any) -> torch.Tensor:
+        loss = default_loss(output) if self.loss_fn is None else self.loss_fn(output)
+        if not isinstance(loss, torch.Tensor):
+            raise TypeError(f"the loss must be a tensor, got {type(loss).__name__}")
+        if loss.numel() != 1:
+            raise ValueError(f"the loss must be a single number, got a tensor of shape {tuple(loss.shape)}")
+        if not loss.requires_grad:
+            raise ValueError("the loss does not require grad: no parameter or input of the model reaches it")
+        return loss
+
+    def _emit(self, event: Event, live: LiveFiring) -> None:
+        with self._lock:
+            self.trace.events.append(event)
+            if self._on_event is not None:
+                self._on_event(event)
+            self.current = live
+            self.gate.check(event, on_pause=lambda _: self._set_state("paused"))
+            self.current = None
+            if self.trace.state == "paused":
+                self._set_state("running")
+
+    def _record_error(self, exc: BaseException, phase: str, index: int) -> None:
+        error = ErrorRecord(
+            type=type(exc).__name__,
+            message=str(exc),
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        )
+        self.trace.error = error
+        # The module the error happened in: the innermost open call, if any.
+        last = self.trace.events[-1] if self.trace.events else None
+        event = Event(
+            index=index,
+            phase=phase,
+            hook="error",
+            module=last.module if last else "",
+            module_type=last.module_type if last else "",
+            call=last.call if last else 0,
+            source=last.source if last else None,
+            error=error,
+            notes=[f"{error.type}: {error.message}"],
+        )
+        self.trace.events.append(event)
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def _set_state(self, state: str) -> None:
+        self.trace.state = state
+        if self._on_state is not None:
+            self._on_state(state)
+
+
+assert Session._run_model_forward.__name__ == RUNNER_FUNCTION
+
+
+def record(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, **kwargs) -> Trace:
+    """Run forward and backward once with every module hooked, without pausing.
+
+    Returns the Trace; `trace.events` are the records `hooktui trace --json` prints.
+    If the model raises, the trace ends with an `error` event and `trace.failed` is true.
+    The model is left exactly as it was found.
+    """
+    return Session(model, inputs, loss_fn, pause=False, **kwargs).run()
