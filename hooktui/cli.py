@@ -1,0 +1,74 @@
+"""Command line: `hooktui [MODEL]` opens the debugger, `hooktui trace MODEL` prints firings,
+`hooktui view TRACE.jsonl` opens a saved trace with no model.
+
+Bad input gets one clear message and exit status 2; `--traceback` shows the Python one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+EXIT_BAD_INPUT = 2
+COMMANDS = ("open", "trace", "view")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hooktui",
+        description="Step through every PyTorch hook firing of a model, forward then backward.",
+        epilog="commands: `hooktui [open] MODEL` (the debugger, the default), `hooktui trace MODEL`, "
+        "`hooktui view TRACE.jsonl`. MODEL is a .py file defining `model`/`build_model()` and "
+        "`inputs`/`example_inputs()`, or package.module:attribute with --input-shape. "
+        "Without MODEL, the built-in Stack Overflow example is used.",
+    )
+    parser.add_argument("command", nargs="?", choices=COMMANDS, default="open", help=argparse.SUPPRESS)
+    parser.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or (view) a trace file")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for torch before the model is built (default 0)")
+    parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
+    parser.add_argument("--json", action="store_true", help="trace: one JSON object per firing per line")
+    parser.add_argument("--save", metavar="FILE", help="trace: also write a trace file that `hooktui view` opens")
+    parser.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    return parser
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad shape {text!r}: use comma-separated sizes like 1,3,32,32") from None
+    if not shape or any(n < 0 for n in shape):
+        raise argparse.ArgumentTypeError(f"bad shape {text!r}: use comma-separated sizes like 1,3,32,32")
+    return shape
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
+    # command from a positional model path on its own.
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv.insert(0, "open")
+    args = _parser().parse_intermixed_args(argv)
+    try:
+        if args.command == "trace":
+            from .commands.trace import run_trace
+
+            return run_trace(args)
+        if args.command == "view":
+            from .commands.view import run_view
+
+            return run_view(args)
+        from .commands.open import run_open
+
+        return run_open(args)
+    except UserError as exc:
+        if args.traceback:
+            traceback.print_exception(exc.__cause__ or exc)
+        print(f"hooktui: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""

@@ -1,0 +1,1 @@
+"""One module per `hooktui` command; cli.py parses and dispatches."""

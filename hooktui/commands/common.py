@@ -1,0 +1,18 @@
+"""What the commands share: loading the model with friendly errors."""
+
+from __future__ import annotations
+
+from ..cli import UserError
+from ..engine.loader import LoadedModel, LoadError, load_target
+from ..engine.session import Session
+
+
+def load(args) -> LoadedModel:
+    try:
+        return load_target(args.target, device=args.device, seed=args.seed, input_shape=args.input_shape)
+    except LoadError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def session_for(loaded: LoadedModel, *, pause: bool) -> Session:
+    return Session(loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label)

@@ -1,0 +1,30 @@
+"""The readable table `hooktui trace` prints: one line per firing."""
+
+from __future__ import annotations
+
+from ..engine.records import Event, TraceInfo
+from ..format import shape_text, stats_line
+
+
+def format_header(info: TraceInfo) -> str:
+    return (
+        f"# {info.model}  ({len(info.modules)} modules, {info.device}, torch {info.torch_version})\n"
+        f"# backward from: {info.loss}\n"
+        f"{'#':>4}  {'phase':8}  {'hook':12}  {'module':24}  {'call':>4}  {'grad_fn':24}  tensors"
+    )
+
+
+def format_event(event: Event) -> str:
+    module = event.module or "(root)"
+    tensors = "; ".join(f"{t.name} {shape_text(t)}" for t in event.tensors) or "-"
+    line = (
+        f"{event.index:>4}  {event.phase:8}  {event.hook:12}  {module[:24]:24}  {event.call:>4}  "
+        f"{(event.grad_fn or '-')[:24]:24}  {tensors}"
+    )
+    for note in event.notes:
+        line += f"\n{'':6}note: {note}"
+    for tensor in event.tensors:
+        flags = stats_line(tensor)
+        if "NaN" in flags or "Inf" in flags:
+            line += f"\n{'':6}{tensor.name}: {flags}"
+    return line

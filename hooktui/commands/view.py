@@ -1,0 +1,19 @@
+"""`hooktui view TRACE.jsonl`: the debugger on a saved trace, no model needed."""
+
+from __future__ import annotations
+
+from ..cli import UserError
+from ..engine.trace_file import TraceFileError, read_trace
+
+
+def run_view(args) -> int:
+    if not args.target:
+        raise UserError("view needs a trace file: hooktui view TRACE.jsonl")
+    try:
+        info, events = read_trace(args.target)
+    except TraceFileError as exc:
+        raise UserError(str(exc)) from exc
+    from ..ui.app import HooktuiApp
+
+    HooktuiApp(recorded=(info, events)).run()
+    return 0

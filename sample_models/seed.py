@@ -1,0 +1,1 @@
+../hooktui/examples/seed.py
