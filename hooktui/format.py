@@ -42,6 +42,8 @@ def stats_line(tensor: TensorRecord) -> str:
         parts.append(f"+Inf! {stats.posinf}")
     if stats.neginf:
         parts.append(f"-Inf! {stats.neginf}")
+    if stats.approx and stats.nonfinite and not (stats.nan or stats.posinf or stats.neginf):
+        parts.append(f"non-finite! {stats.nonfinite}")
     if stats.zeros == stats.count:
         parts.append("all zeros")
     if stats.of == "abs":

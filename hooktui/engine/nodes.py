@@ -10,10 +10,23 @@ from .records import NodeRecord
 _WRAPPERS = ("BackwardHookFunctionBackward",)
 
 
+# node.name() demangles a C++ type name on every call (tens of microseconds); the Python
+# type of a node is one per node class, so its name is cached per type.
+_NAMES: dict[type, str] = {}
+
+
+def name_of(node) -> str:
+    kind = type(node)
+    name = _NAMES.get(kind)
+    if name is None:
+        name = _NAMES[kind] = node.name()
+    return name
+
+
 def real_node(node):
     """Look through hook wrapper nodes to the node that does the work."""
     seen = 0
-    while node is not None and node.name() in _WRAPPERS and seen < 16:
+    while node is not None and name_of(node) in _WRAPPERS and seen < 16:
         nexts = [n for n, _ in node.next_functions if n is not None]
         node = nexts[0] if nexts else None
         seen += 1
@@ -22,7 +35,7 @@ def real_node(node):
 
 def node_name(node) -> str | None:
     node = real_node(node)
-    return None if node is None else node.name()
+    return None if node is None else name_of(node)
 
 
 def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
@@ -30,14 +43,14 @@ def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
     node = real_node(node)
     if node is None:
         return None
-    record = NodeRecord(name=node.name(), seq_nr=_seq_nr(node), saved=_saved_shapes(node))
+    record = NodeRecord(name=name_of(node), seq_nr=_seq_nr(node), saved=_saved_shapes(node))
     if depth > 0:
         nexts = list(node.next_functions)
         record.truncated = len(nexts) > breadth
         record.next = [describe_node(n, depth - 1, breadth) if n is not None else None for n, _ in nexts[:breadth]]
     else:
         record.truncated = bool(node.next_functions)
-    if node.name() == "torch::autograd::AccumulateGrad":
+    if name_of(node) == "torch::autograd::AccumulateGrad":
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             record.saved["variable"] = list(variable.shape)

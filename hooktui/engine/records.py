@@ -37,6 +37,8 @@ class TensorStats:
     posinf: int = 0
     neginf: int = 0
     zeros: int = 0
+    # Non-finite elements in the whole tensor: exact even when `approx`.
+    nonfinite: int = 0
     hist: list[int] = field(default_factory=list)
     hist_range: list[float] | None = None
     approx: bool = False

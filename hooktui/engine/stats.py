@@ -15,12 +15,13 @@ import torch
 from .records import TensorRecord, TensorStats
 
 HIST_BINS = 16
+N_SCALARS = 11  # the scalar statistics in front of the histogram in the host buffer
 
 
 @dataclass(frozen=True)
 class StatsOptions:
-    max_exact: int = 1 << 24  # elements summarised exactly; larger tensors are sampled
-    max_values: int = 4096  # values copied to the host for the values pane
+    max_exact: int = 1 << 20  # elements summarised exactly; larger tensors are sampled
+    max_values: int = 1024  # values copied to the host for the values pane
     keep_values: bool = True
 
 
@@ -58,10 +59,13 @@ def _summarise(t: torch.Tensor, options: StatsOptions):
         stats_of = "abs"
     flat = t.reshape(-1)
     approx = numel > options.max_exact
+    # Non-finite values are the loud flag: counted exactly over the whole tensor (one
+    # pass) even when everything else comes from a sample.
+    exact_nonfinite = (~torch.isfinite(flat)).sum() if approx and flat.is_floating_point() else None
     if approx:
         # An evenly strided view: a fixed number of elements whatever the size.
         flat = flat[:: math.ceil(numel / options.max_exact)]
-    work = flat.to(torch.float64 if flat.dtype in _WIDE else torch.float32)
+    work = flat.to(torch.float64 if flat.dtype in _WIDE else torch.float32).contiguous()
 
     block, block_shape = _leading_block(t, options.max_values) if options.keep_values else (None, None)
 
@@ -96,6 +100,7 @@ def _summarise(t: torch.Tensor, options: StatsOptions):
                 torch.isposinf(work).sum().to(work.dtype),
                 torch.isneginf(work).sum().to(work.dtype),
                 (work == 0).sum().to(work.dtype),
+                (exact_nonfinite if exact_nonfinite is not None else (~finite).sum()).to(work.dtype),
             ]
         ),
         hist,
@@ -104,7 +109,7 @@ def _summarise(t: torch.Tensor, options: StatsOptions):
         parts.append(block.reshape(-1).to(work.dtype))
     host = torch.cat([p.to(torch.float64) for p in parts]).cpu().tolist()
 
-    n_fin, lo_v, hi_v, mean_v, std_v, norm_v, nan, posinf, neginf, zeros = host[:10]
+    n_fin, lo_v, hi_v, mean_v, std_v, norm_v, nan, posinf, neginf, zeros, nonfinite = host[:N_SCALARS]
     has_finite = n_fin > 0
     stats = TensorStats(
         count=numel,
@@ -119,13 +124,14 @@ def _summarise(t: torch.Tensor, options: StatsOptions):
         posinf=int(posinf),
         neginf=int(neginf),
         zeros=int(zeros),
-        hist=[int(v) for v in host[10 : 10 + HIST_BINS]] if has_finite else [],
+        nonfinite=int(nonfinite),
+        hist=[int(v) for v in host[N_SCALARS : N_SCALARS + HIST_BINS]] if has_finite else [],
         hist_range=[lo_v, hi_v] if has_finite else None,
         approx=approx,
         sampled=flat.numel() if approx else numel,
         of=stats_of,
     )
-    values = host[10 + HIST_BINS :] if block is not None else None
+    values = host[N_SCALARS + HIST_BINS :] if block is not None else None
     return stats, values, block_shape
 
 
@@ -145,8 +151,8 @@ def _leading_block(t: torch.Tensor, budget: int) -> tuple[torch.Tensor, list[int
     keep = [1] * len(shape)
     remaining = budget
     for dim in reversed(range(len(shape))):
-        # Inner dims first: up to 64 columns and 64 rows, then whatever fits.
-        cap = 64 if dim >= len(shape) - 2 else shape[dim]
+        # Inner dims first: up to 32 columns and 32 rows, then whatever fits.
+        cap = 32 if dim >= len(shape) - 2 else shape[dim]
         keep[dim] = max(1, min(shape[dim], cap, remaining))
         remaining = max(1, remaining // keep[dim])
     return t[tuple(slice(0, k) for k in keep)], keep
