@@ -64,11 +64,18 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_open(args)
     except UserError as exc:
-        if args.traceback:
+        if args.traceback and exc.details:
+            sys.stderr.write(exc.details)
+        elif args.traceback:
             traceback.print_exception(exc.__cause__ or exc)
         print(f"hooktui: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 
 class UserError(Exception):
-    """Bad input from the user: printed as one line, exit status 2."""
+    """Bad input from the user: printed as one line, exit status 2. `details`: the
+    traceback `--traceback` shows (when it is not this exception's cause's)."""
+
+    def __init__(self, message: str, details: str | None = None) -> None:
+        super().__init__(message)
+        self.details = details

@@ -36,12 +36,17 @@ def run_trace(args) -> int:
     if args.save:
         write_trace(args.save, trace.info, trace.events)
     if trace.error is not None:
-        if args.traceback:
-            sys.stderr.write(trace.error.traceback)
+        if trace.error_in_loss:
+            raise UserError(
+                f"{loaded.label}: computing the loss failed: {trace.error.type}: {trace.error.message}"
+                " (loss_fn(output) must return a one-element tensor that requires grad)",
+                details=trace.error.traceback,
+            )
         where = trace.events[-1]
         module = f"module {where.module!r} ({where.module_type})" if where.module else "the model"
         raise UserError(
             f"{loaded.label}: {module} raised during {where.phase}: {trace.error.type}: {trace.error.message}"
-            " (check that the inputs fit the model; --traceback shows where)"
+            " (check that the inputs fit the model; --traceback shows where)",
+            details=trace.error.traceback,
         )
     return 0

@@ -6,14 +6,26 @@ Why not the real full backward hooks: they route a module's inputs and outputs t
 (`nn.ReLU(inplace=True)`, `x += y`), so they break real models. Here nothing the model
 sees is replaced; per module call we hook existing autograd nodes instead:
 
-- grad_output: a pre-hook on the nodes that produced the call's output tensors,
-  registered in the forward hook. A node hook stays with its node even if the tensor is
-  later modified in place, so it sees the gradient w.r.t. the value the module returned.
+- grad_output: the gradient each output gets from outside the call, as PyTorch's
+  wrapper sees it. When backward starts (`before_backward`), the graph is walked from
+  the loss to find, for each output's gradient edge (taken in the forward hook), the
+  nodes created after the call that consume it (an in-place op on the output is one of
+  them); a post-hook on each gives its share. Hooking the producing node instead would
+  also count consumers inside the module (an output it also feeds to a later layer)
+  and fire only after them. An output that is the loss itself gets its grad from the
+  loss node's pre-hook.
 - grad_input: the nodes created during the call (their sequence numbers fall between the
   pre- and post-hook) that consume a positional input (an edge to the input's gradient
   edge, taken before the call). A post-hook on each gives exactly this call's share of
   that input's gradient; an in-place op on the input inside the module is just another
   consumer node.
+
+When: PyTorch's hooks run inside the wrapper nodes, whose place in the autograd engine's
+queue is their sequence number: the output wrapper is created as the call ends, the input
+wrapper as it starts. A firing whose gradients are complete waits ("armed") until a node
+created before its wrapper would is about to run (a pre-hook on every node of the graph),
+or backward ends; the armed firings then go in the order the engine would run the
+wrappers (newest first).
 
 Like PyTorch's full hooks: a call whose positional inputs need no grad fires its backward
 firing early, right after backward_pre, with no input grads; a call whose outputs need no
@@ -23,6 +35,7 @@ does gets zeros. Unlike them, dict/list/dataclass outputs are captured too.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections import defaultdict
@@ -66,6 +79,9 @@ class _Call:
     # Inputs that require grad: arg index -> their gradient edge (node, output_nr) before the call.
     input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
     seq_start: int = 0
+    seq_end: int = 0
+    # Outputs that need grad: (output slot, gradient edge node, output_nr), taken in the forward hook.
+    output_edges: list[tuple[int, Any, int]] = field(default_factory=list)
     forward_index: int | None = None
     output_names: list[str] = field(default_factory=list)
     output_node: Any = None
@@ -74,6 +90,15 @@ class _Call:
     has_input_grad: bool = False
     # Inputs returned unchanged: arg index -> output slot.
     passthrough: dict[int, int] = field(default_factory=dict)
+    # The same tensor passed again: arg index -> index of its first occurrence.
+    duplicates: dict[int, int] = field(default_factory=dict)
+    # Set once backward_pre has fired; grad_input waits for it (and reads passthrough grads from it).
+    grad_outputs: list | None = None
+    pending_inputs: tuple | None = None
+    # Where PyTorch's input / output wrapper node would sit in the engine's queue:
+    # (sequence number when it would be created, creation order).
+    in_key: tuple[int, int] = (0, 0)
+    out_key: tuple[int, int] = (0, 0)
 
 
 class _GradWatch:
@@ -92,13 +117,14 @@ class _GradWatch:
         # (node, watching grad_inputs?) -> [(slot, position)]
         self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
 
-    def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False) -> None:
+    def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False, output_side: bool = False) -> None:
         """Slot `slot` gets `grad_outputs[position]` of `node` (its pre-hook), or
-        `grad_inputs[position]` (its post-hook) when `grad_inputs` is true."""
+        `grad_inputs[position]` (its post-hook) when `grad_inputs` is true. `output_side`:
+        this watch gathers some call's grad_output (see _NodeHooks for the order)."""
         key = (node, grad_inputs)
         if key not in self._by_node:
             self._by_node[key] = []
-            self._hooks.add(node, grad_inputs, lambda grads, k=key: self._arrive(k, grads))
+            self._hooks.add(node, grad_inputs, lambda grads, k=key: self._arrive(k, grads), output_side=output_side)
         self._by_node[key].append((slot, position))
 
     @property
@@ -111,10 +137,14 @@ class _GradWatch:
             if not entries:
                 return
             if self._expected is None:
-                self._expected = sum(torch._C._will_engine_execute_node(n) for n, _ in self._by_node)
+                # The running node counts itself: PyTorch says False for the node the
+                # backward starts from (the loss's grad_fn), which does run.
+                self._expected = sum(k == key or torch._C._will_engine_execute_node(k[0]) for k in self._by_node)
             for slot, position in entries:
                 grad = grads[position]
-                if grad is not None and self.grads[slot] is not None:
+                if grad is None:
+                    continue
+                if self.grads[slot] is not None:
                     grad = self.grads[slot] + grad  # several consumers of one input
                 self.grads[slot] = grad
             self._seen += 1
@@ -126,28 +156,31 @@ class _GradWatch:
 class _NodeHooks:
     """One PyTorch hook per (node, pre|post), dispatching to our watchers.
 
-    The order gives PyTorch's nesting when a wrapper and its child share a node (a
-    Sequential's output is its last child's output; its input feeds its first child): the
-    wrapper registers later, its pre-hook watcher must run first (newest first), and its
-    post-hook watcher last (oldest first)."""
+    The order gives PyTorch's nesting. On one node, grad_input watchers (the node is
+    inside the calls whose input it consumes) run before grad_output watchers (the node
+    consumes those calls' outputs from outside): a call's backward comes before the
+    backward_pre of the call that produced its input. A wrapper registers after its
+    child (a Sequential's input feeds its first child, its output is its last child's
+    output): grad_input watchers run oldest first, grad_output watchers newest first."""
 
     def __init__(self) -> None:
-        self._watchers: dict[tuple[Any, bool], list[Callable]] = {}
+        self._watchers: dict[tuple[Any, bool], tuple[list[Callable], list[Callable]]] = {}
         self.handles: list = []
 
-    def add(self, node, post: bool, callback: Callable) -> None:
+    def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
         key = (node, post)
         if key not in self._watchers:
-            watchers: list[Callable] = []
+            watchers: tuple[list[Callable], list[Callable]] = ([], [])
             self._watchers[key] = watchers
             if post:
                 self.handles.append(node.register_hook(lambda grad_inputs, _go, w=watchers: _dispatch(w, grad_inputs)))
             else:
                 self.handles.append(node.register_prehook(lambda grad_outputs, w=watchers: _dispatch(w, grad_outputs)))
-        if post:
-            self._watchers[key].append(callback)
+        inputs_side, outputs_side = self._watchers[key]
+        if output_side or not post:
+            outputs_side.insert(0, callback)
         else:
-            self._watchers[key].insert(0, callback)
+            inputs_side.append(callback)
 
     def remove(self) -> None:
         for handle in self.handles:
@@ -156,8 +189,8 @@ class _NodeHooks:
         self._watchers.clear()
 
 
-def _dispatch(watchers: list[Callable], grads) -> None:
-    for callback in list(watchers):
+def _dispatch(watchers: tuple[list[Callable], list[Callable]], grads) -> None:
+    for callback in list(watchers[0]) + list(watchers[1]):
         callback(grads)
 
 
@@ -177,6 +210,11 @@ class Tracer:
         self._handles: list = []
         self._node_hooks = _NodeHooks()
         self._stacks: dict[int, list[_Call]] = defaultdict(list)
+        # Calls whose grad_output watch is placed when backward starts.
+        self._awaiting_backward: list[_Call] = []
+        # Firings whose gradients are complete, waiting for their turn: (key, fire).
+        self._armed: list[tuple[tuple[int, int], Callable[[], None]]] = []
+        self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
         self._next_index = 0
 
@@ -192,6 +230,8 @@ class Tracer:
         self._handles.clear()
         self._node_hooks.remove()
         self._stacks.clear()
+        self._awaiting_backward.clear()
+        self._armed.clear()
 
     def next_index(self) -> int:
         index = self._next_index
@@ -218,9 +258,16 @@ class Tracer:
 
         if torch.is_grad_enabled():
             call.seq_start = torch._C._autograd._get_sequence_nr()
+            call.in_key = (call.seq_start, next(self._tick))
             for i, arg in call.inputs.items():
                 if arg.requires_grad:
                     edge = get_gradient_edge(arg)
+                    first = next((j for j, e in call.input_edges.items() if e[0] is edge.node and e[1] == edge.output_nr), None)
+                    if first is not None:
+                        # Node hooks cannot tell the uses of one tensor apart: its whole
+                        # gradient through this call goes to the first occurrence.
+                        call.duplicates[i] = first
+                        continue
                     call.input_edges[i] = (edge.node, edge.output_nr)
         return None
 
@@ -245,17 +292,68 @@ class Tracer:
             self._watch_inputs(call, outputs)
         return None
 
-    def _watch_outputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> None:
-        """Watch grad_output; False when no output needs grad (then, like a full backward
-        hook, the call has no backward firing)."""
+    def _watch_outputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> bool:
+        """Note each output's gradient edge for before_backward(); False when no output
+        needs grad (then, like a full backward hook, the call has no backward firing)."""
         with_grad = [(j, t) for j, (_, t) in enumerate(outputs) if t.requires_grad and t.grad_fn is not None]
         if not with_grad:
             return False
-        watch = _GradWatch(len(outputs), lambda grads, ns, c=call: self._on_grad_output(c, grads, ns), self._node_hooks)
+        call.seq_end = torch._C._autograd._get_sequence_nr()
+        call.out_key = (call.seq_end, next(self._tick))
         for j, tensor in with_grad:
-            watch.watch(tensor.grad_fn, j, tensor.output_nr)
+            edge = get_gradient_edge(tensor)
+            call.output_edges.append((j, edge.node, edge.output_nr))
         call.output_requires_grad = [t.requires_grad for _, t in outputs]
+        self._awaiting_backward.append(call)
         return True
+
+    def before_backward(self, loss: torch.Tensor) -> None:
+        """Place the grad_output watches: for each output edge of each call, the nodes
+        created after the call (outside it) that consume it, found by walking the graph
+        from the loss. Outputs that nothing reachable consumes get no gradient."""
+        root = get_gradient_edge(loss)
+        consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
+        seen, frontier = {id(root.node)}, [root.node]
+        graph = [root.node]
+        while frontier:
+            node = frontier.pop()
+            for position, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                consumers[(id(nxt), nr)].append((node, position))
+                if id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    frontier.append(nxt)
+                    graph.append(nxt)
+        for call in self._awaiting_backward:
+            watch = _GradWatch(len(call.output_names), lambda grads, ns, c=call: self._on_grad_output(c, grads, ns), self._node_hooks)
+            for slot, node, nr in call.output_edges:
+                if node is root.node and nr == root.output_nr:
+                    watch.watch(node, slot, nr)  # the output is the loss: its grad is the seed
+                for consumer, position in consumers.get((id(node), nr), []):
+                    if _seq(consumer) >= call.seq_end:
+                        watch.watch(consumer, slot, position, grad_inputs=True, output_side=True)
+        self._awaiting_backward.clear()
+        for node in graph:
+            self._node_hooks.handles.append(node.register_prehook(lambda _grads, n=node: self._release(_seq(n))))
+
+    def after_backward(self) -> None:
+        """Backward is over: fire what is still armed (the root's input wrapper runs last)."""
+        self._release(None)
+
+    def _arm(self, key: tuple[int, int], fire: Callable[[], None]) -> None:
+        self._armed.append((key, fire))
+
+    def _release(self, seq: int | None) -> None:
+        """A node with sequence number `seq` is about to run: every armed wrapper created
+        after it (key above `seq`) would have run first, newest first."""
+        while True:
+            ready = [entry for entry in self._armed if seq is None or entry[0][0] > seq]
+            if not ready:
+                return
+            entry = max(ready, key=lambda e: e[0])
+            self._armed.remove(entry)
+            entry[1]()
 
     def _watch_inputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> None:
         """Watch grad_input through the nodes of this call that consume each input."""
@@ -279,6 +377,10 @@ class Tracer:
 
     # -- backward ----------------------------------------------------------------
     def _on_grad_output(self, call: _Call, grads: list, watched_nodes: list) -> None:
+        grads = list(grads)
+        self._arm(call.out_key, lambda: self._fire_grad_output(call, grads))
+
+    def _fire_grad_output(self, call: _Call, grads: list) -> None:
         tensors, live = [], {}
         flags = call.output_requires_grad
         for j, (out_name, grad) in enumerate(zip(call.output_names, grads)):
@@ -291,13 +393,35 @@ class Tracer:
                 tensors.append(stats.missing(name, "no gradient reached this output (the loss does not depend on it)", target=out_name))
             live[name] = grad
         self._fire(call, "backward_pre", tensors, live, node=call.output_node)
+        call.grad_outputs = list(grads)
         if call.input_watch is None:
-            # No consumer node to wait for: either no input needs grad (PyTorch fires
-            # early here) or every input passed straight through to an output.
-            passed = [grads[call.passthrough[i]] if i in call.passthrough else None for i in range(call.n_args)]
-            self._on_grad_input(call, passed, [], early=not call.has_input_grad)
+            if call.has_input_grad and not call.passthrough:
+                # Inputs need grad but nothing in this call reaches them: PyTorch's full
+                # backward hook never fires then (its input node never runs).
+                return
+            if not call.has_input_grad:
+                # No input needs grad: PyTorch fires early, from the output wrapper.
+                self._fire_grad_input(call, [None] * call.n_args, [], early=True)
+            else:
+                # Every input passed straight through to an output.
+                self._on_grad_input(call, [None] * call.n_args, [])
+        elif call.pending_inputs is not None:
+            pending, call.pending_inputs = call.pending_inputs, None
+            self._on_grad_input(call, *pending)
 
-    def _on_grad_input(self, call: _Call, grads: list, watched_nodes: list, early: bool = False) -> None:
+    def _on_grad_input(self, call: _Call, grads: list, watched_nodes: list) -> None:
+        if call.grad_outputs is None:
+            # The inputs' nodes ran before the last output node: fire after backward_pre.
+            call.pending_inputs = (list(grads), list(watched_nodes))
+            return
+        grads, watched_nodes = list(grads), list(watched_nodes)
+        self._arm(call.in_key, lambda: self._fire_grad_input(call, grads, watched_nodes))
+
+    def _fire_grad_input(self, call: _Call, grads: list, watched_nodes: list, early: bool = False) -> None:
+        grads = list(grads)
+        for i, j in call.passthrough.items():
+            if i < len(grads) and grads[i] is None:
+                grads[i] = call.grad_outputs[j]
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
         for i in range(call.n_args):
@@ -306,18 +430,26 @@ class Tracer:
             grad = grads[i] if i < len(grads) else None
             if original is None:
                 tensors.append(stats.missing(name, "not a tensor argument", target=target))
+            elif i in call.duplicates:
+                first = call.duplicates[i]
+                tensors.append(
+                    stats.missing(
+                        name,
+                        f"same tensor as args[{first}]: its gradient through this call, from all its uses, is in grad_input[{first}] "
+                        "(PyTorch's full backward hook splits it per argument)",
+                        target=target,
+                    )
+                )
+                grad = None
             elif grad is not None:
                 tensors.append(self._describe(name, grad, target=target))
-            elif any_grad and not original.requires_grad and original.is_floating_point():
-                # PyTorch's full backward hook passes zeros here, not None.
+            elif any_grad:
+                # PyTorch's full backward hook passes zeros here (of the input's dtype), not None.
+                why = "this input does not require grad" if not original.requires_grad else "no gradient flowed to this input through this call"
                 grad = torch.zeros((), dtype=original.dtype, device=original.device).expand(original.shape)
-                tensors.append(
-                    self._describe(name, grad, target=target, note="zeros: this input does not require grad (PyTorch's full backward hook passes zeros)")
-                )
-            elif not original.requires_grad:
-                tensors.append(stats.missing(name, "this input does not require grad", target=target))
+                tensors.append(self._describe(name, grad, target=target, note=f"zeros: {why} (PyTorch's full backward hook passes zeros)"))
             else:
-                tensors.append(stats.missing(name, "no gradient flowed to this input through this call", target=target))
+                tensors.append(stats.missing(name, "this input does not require grad", target=target))
             live[name] = grad
         notes = []
         if early:
@@ -380,3 +512,10 @@ def _in_range(node, start: int, end: int) -> bool:
         return start <= node._sequence_nr() < end
     except RuntimeError:
         return False
+
+
+def _seq(node) -> int:
+    try:
+        return node._sequence_nr()
+    except RuntimeError:
+        return -1

@@ -47,9 +47,12 @@ def load_target(
     input_shape: tuple[int, ...] | None = None,
 ) -> LoadedModel:
     """Load a model file, or `package.module:attribute`, onto `device`."""
-    device_obj = _device(device)
-    torch.manual_seed(seed)
     target = str(target) if target is not None else str(DEFAULT_MODEL)
+    try:
+        device_obj = _device(device)
+    except LoadError as exc:
+        raise LoadError(f"{target}: {exc}") from exc.__cause__
+    torch.manual_seed(seed)
     if target.endswith(".py") or os.sep in target or os.path.exists(target):
         loaded = _load_file(Path(target), input_shape, seed)
     elif ":" in target:

@@ -71,6 +71,11 @@ def _saved_shapes(node) -> dict[str, list[int] | str]:
         if not attr.startswith("_saved_") or attr.startswith("_saved_raw"):
             continue
         key = attr.removeprefix("_saved_")
+        if _has_unpack_hook(node, "_raw" + attr):
+            # Unpacking would run the hook: activation checkpointing recomputes the
+            # forward there, and a second unpack in backward then fails.
+            saved[key] = "packed by a saved-tensor hook"
+            continue
         try:
             value = getattr(node, attr)
         except RuntimeError:
@@ -81,3 +86,13 @@ def _saved_shapes(node) -> dict[str, list[int] | str]:
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
             saved[key] = f"{len(value)} tensors"
     return saved
+
+
+def _has_unpack_hook(node, raw_attr: str) -> bool:
+    """Whether a saved tensor (`_raw_saved_*`, not unpacked) carries a saved-tensor hook."""
+    try:
+        raw = getattr(node, raw_attr, None)
+        items = raw if isinstance(raw, (tuple, list)) else [raw]
+        return any(getattr(item, "unpack_hook", None) is not None for item in items)
+    except RuntimeError:
+        return False

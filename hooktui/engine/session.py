@@ -36,6 +36,8 @@ class Trace:
     error: ErrorRecord | None = None
     output: Any = None
     loss: torch.Tensor | None = None
+    # The error came from computing the loss (loss_fn or the default loss), not the model.
+    error_in_loss: bool = False
 
     @property
     def failed(self) -> bool:
@@ -119,9 +121,13 @@ class Session:
                     output = self._run_model_forward()
                     self.trace.output = output
                     tracer.phase = "backward"
+                    self.trace.error_in_loss = True
                     loss = self._loss(output)
+                    self.trace.error_in_loss = False
                     self.trace.loss = loss.detach()
+                    tracer.before_backward(loss)
                     loss.backward()
+                    tracer.after_backward()
                 finally:
                     tracer.remove()
         except QuitRequested:

@@ -64,6 +64,7 @@ def read_trace(path: str | Path) -> tuple[TraceInfo, list[Event]]:
                     tensor.values = [float(v) for v in tensor.values]  # "nan"/"inf" strings back to floats
         except (ValueError, TypeError) as exc:
             raise TraceFileError(f"{path}:{number}: bad event: {exc}") from None
+        events.append(event)
     return info, events
 
 

@@ -1,0 +1,170 @@
+"""Bad input to the command line: one clear message naming the file on stderr, exit
+status 2, no Python traceback; `--traceback` adds one. `hooktui view` rejects a bad
+trace file before any UI starts."""
+
+import json
+import textwrap
+
+import pytest
+
+import tempfile
+from pathlib import Path
+
+from cli_run import SAMPLES, results as wait_for, start_many
+
+MODEL_FILES = {
+    "syntax": "import torch\ndef build_model(:\n    pass\n",
+    "import_raises": "import torch\nraise RuntimeError('cannot load the weights')\n",
+    "no_model": "import torch\ninputs = torch.ones(1, 3)\n",
+    "no_inputs": "import torch\nmodel = torch.nn.Linear(3, 2)\n",
+    "wrong_shape": "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(3, 2))\ninputs = torch.ones(1, 5)\n",
+    "bad_loss": textwrap.dedent(
+        """
+        import torch
+        model = torch.nn.Linear(3, 2)
+        inputs = torch.ones(1, 3)
+        def loss_fn(output):
+            return output.sum().item()  # a float, not a tensor
+        """
+    ),
+    "build_raises": "import torch\ndef build_model():\n    raise ValueError('no such checkpoint')\ninputs = torch.ones(1)\n",
+    "inputs_raise": "import torch\nmodel = torch.nn.Linear(3, 2)\ndef example_inputs():\n    raise OSError('data.pt missing')\n",
+    "not_a_module": "import torch\nmodel = 3\nbuild_model = None\ninputs = torch.ones(1)\n",
+}
+
+GOOD_HEADER = {"format": "hooktui-trace", "version": 1, "info": {"model": "m", "modules": [], "loss": "l"}}
+TRACE_FILES = {
+    "bad_json": '{"format": "hooktui-trace", "version": 1,\n',
+    "not_a_trace": json.dumps({"hello": "world"}) + "\n",
+    "empty": "",
+    "wrong_event_keys": json.dumps(GOOD_HEADER) + "\n" + json.dumps({"index": 0, "surprise": 1}) + "\n",
+    "bad_event_json": json.dumps(GOOD_HEADER) + "\n{not json}\n",
+    "wrong_header_keys": json.dumps({**GOOD_HEADER, "info": {"model": "m", "colour": "red"}}) + "\n",
+    "wrong_version": json.dumps({**GOOD_HEADER, "version": 99}) + "\n",
+}
+
+# case -> (argv, text that must be in the one-line message)
+CASES = {
+    "missing_file": (("trace", "{tmp}/missing.py"), "no such file"),
+    **{name: (("trace", f"{{tmp}}/{name}.py"), hint) for name, hint in {
+        "syntax": "syntax error",
+        "import_raises": "cannot load the weights",
+        "no_model": "no model found",
+        "no_inputs": "no inputs found",
+        "wrong_shape": "mat1 and mat2",
+        "bad_loss": "the loss must be a tensor",
+        "build_raises": "no such checkpoint",
+        "inputs_raise": "data.pt missing",
+        "not_a_module": "no model found",
+    }.items()},
+    "attr_missing": (("trace", "torch.nn:NoSuchModel", "--input-shape", "1,3"), "no attribute"),
+    "module_missing": (("trace", "no_such_pkg_hooktui.models:Net", "--input-shape", "1,3"), "cannot import"),
+    "attr_needs_shape": (("trace", "torch.nn:Identity"), "--input-shape"),
+    "cuda": (("trace", str(SAMPLES / "seed.py"), "--device", "cuda"), "CUDA"),
+    "unknown_device": (("trace", str(SAMPLES / "seed.py"), "--device", "tpu"), "device"),
+    "view_missing": (("view", "{tmp}/nope.jsonl"), "no such file"),
+    **{f"view_{name}": (("view", f"{{tmp}}/{name}.jsonl"), "") for name in TRACE_FILES},
+}
+NAMED = {  # what the message names when it is not the file given on the command line
+    "attr_missing": "torch.nn:NoSuchModel",
+    "module_missing": "no_such_pkg_hooktui.models:Net",
+    "attr_needs_shape": "torch.nn:Identity",
+}
+# The cases the command line must get right, run for real (`python -m hooktui`, ~1.5 s
+# each for importing torch); every case also runs in-process below, with and without
+# --traceback.
+SUBPROCESS = [
+    "missing_file", "syntax", "import_raises", "no_model", "no_inputs", "wrong_shape", "bad_loss",
+    "attr_missing", "module_missing", "cuda", "view_bad_json", "view_not_a_trace", "view_wrong_event_keys",
+]
+
+
+def _argv(case, tmp):
+    return tuple(a.replace("{tmp}", str(tmp)) for a in CASES[case][0])
+
+
+def _write_bad_files() -> Path:
+    tmp = Path(_TMP.name)
+    for name, text in MODEL_FILES.items():
+        (tmp / f"{name}.py").write_text(text)
+    for name, text in TRACE_FILES.items():
+        (tmp / f"{name}.jsonl").write_text(text)
+    return tmp
+
+
+_TMP = tempfile.TemporaryDirectory(prefix="hooktui-bad-")
+BAD = _write_bad_files()
+# Started at import (collection): they run while other tests do.
+_RUNS = start_many(
+    {**{case: _argv(case, BAD) for case in SUBPROCESS}, ("wrong_shape", "tb"): _argv("wrong_shape", BAD) + ("--traceback",)},
+    cwd=BAD,
+)
+
+
+@pytest.fixture(scope="module")
+def bad_files():
+    return BAD
+
+
+@pytest.fixture(scope="module")
+def results():
+    return wait_for(_RUNS), BAD
+
+
+def _check_message(case, stderr, tmp):
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    message = lines[0]
+    assert message.startswith("hooktui: ")
+    named = NAMED.get(case, _argv(case, tmp)[1])
+    assert named in message, message
+    assert CASES[case][1] in message, message
+    return message
+
+
+@pytest.mark.parametrize("case", SUBPROCESS)
+def test_one_clear_message_and_exit_2(results, case):
+    runs, tmp = results
+    result = runs[case]
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stdout
+    _check_message(case, result.stderr, tmp)
+
+
+def test_traceback_flag_in_a_real_process(results):
+    runs, _ = results
+    result = runs[("wrong_shape", "tb")]
+    assert result.returncode == 2
+    assert result.stderr.count("Traceback (most recent call last)") == 1, result.stderr
+    assert "linear.py" in result.stderr and "mat1 and mat2" in result.stderr  # where the model raised
+    assert result.stderr.strip().splitlines()[-1] == runs["wrong_shape"].stderr.strip()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_in_process_with_and_without_traceback(bad_files, case, capsys, monkeypatch):
+    from hooktui.cli import main
+
+    monkeypatch.chdir(bad_files)
+    assert main(list(_argv(case, bad_files))) == 2
+    out, err = capsys.readouterr()
+    message = _check_message(case, err, bad_files)
+    assert main(list(_argv(case, bad_files)) + ["--traceback"]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1] == message
+
+
+def test_wrong_shape_names_the_module(results):
+    message = results[0]["wrong_shape"].stderr
+    assert "module '0' (Linear)" in message and "forward" in message
+
+
+def test_view_fails_before_any_ui(results):
+    # The message comes from reading the file; no UI module was reached (an error there
+    # would not be one line on stderr with exit status 2).
+    for case in SUBPROCESS:
+        if case.startswith("view_"):
+            result = results[0][case]
+            assert result.stdout == "" and "\x1b[" not in result.stderr
+    assert ":2:" in results[0]["view_wrong_event_keys"].stderr and "surprise" in results[0]["view_wrong_event_keys"].stderr

@@ -1,0 +1,136 @@
+"""`hooktui trace FILE` on every sample model: the table, `--json` lines with exactly
+the documented keys, and `--save` files that `read_trace` gives back unchanged."""
+
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import hooktui
+from cli_run import SAMPLES, results as wait_for, start_many
+from hooktui.engine.loader import load_target
+from hooktui.engine.trace_file import event_json, read_trace, write_trace
+
+NAMES = sorted(p.stem for p in SAMPLES.glob("*.py"))
+EVENT_KEYS = {"index", "phase", "hook", "module", "module_type", "call", "grad_fn", "tensors"}
+TENSOR_KEYS = {"name", "shape", "dtype", "device", "stats"}
+TABLE = ["seed", "nan"]  # the readable table (every sample runs with --json below)
+
+
+_OUT = tempfile.TemporaryDirectory(prefix="hooktui-traces-")
+_COMMANDS = {}
+for _name in NAMES:
+    if _name in TABLE:
+        _COMMANDS[(_name, "table")] = ("trace", SAMPLES / f"{_name}.py")
+    _COMMANDS[(_name, "json")] = ("trace", SAMPLES / f"{_name}.py", "--json", "--save", Path(_OUT.name) / f"{_name}.jsonl")
+# Started at import (collection): they run while other tests do.
+_RUNS = start_many(_COMMANDS)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return wait_for(_RUNS), Path(_OUT.name)
+
+
+def _normalise(value, drop=()):
+    """NaN != NaN: compare with NaN spelt out; leave out keys in `drop`."""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, dict):
+        return {k: _normalise(v, drop) for k, v in value.items() if k not in drop}
+    if isinstance(value, list):
+        return [_normalise(v, drop) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", TABLE)
+def test_table(runs, name):
+    result = runs[0][(name, "table")]
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"# {SAMPLES / name}.py") or name in lines[0]
+    rows = [line for line in lines if line[:4].strip().isdigit()]
+    trace = hooktui.record(*_loaded(name))
+    assert len(rows) == len(trace.events)
+    for row, event in zip(rows, trace.events):
+        assert row.split()[:3] == [str(event.index), event.phase, event.hook]
+    if name == "nan":
+        assert "NaN!" in result.stdout and "Inf!" in result.stdout
+
+
+def _loaded(name):
+    loaded = load_target(SAMPLES / f"{name}.py")
+    return loaded.model, loaded.inputs, loaded.loss_fn
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_json_lines_have_the_documented_keys(runs, name):
+    result = runs[0][(name, "json")]
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines, "no output"
+    trace = hooktui.record(*_loaded(name))
+    assert len(lines) == len(trace.events)
+    for line, event in zip(lines, trace.events):
+        data = json.loads(line)  # strict JSON: NaN / Infinity would not parse as such
+        assert EVENT_KEYS <= set(data)  # the documented keys, spelt exactly; the full record may add more
+        assert (data["index"], data["phase"], data["hook"], data["module"], data["call"], data["grad_fn"]) == (
+            event.index, event.phase, event.hook, event.module, event.call, event.grad_fn,
+        )
+        assert data["module_type"] == event.module_type
+        for tensor, record in zip(data["tensors"], event.tensors, strict=True):
+            assert TENSOR_KEYS <= set(tensor)
+            assert tensor["shape"] is None or (isinstance(tensor["shape"], list) and all(isinstance(n, int) for n in tensor["shape"]))
+            assert tensor["shape"] == record.shape and tensor["name"] == record.name
+            if tensor["shape"] is None:
+                assert tensor["stats"] is None
+            else:
+                assert tensor["dtype"] and tensor["device"] == "cpu"
+                assert tensor["stats"]["count"] == math.prod(tensor["shape"])
+
+
+def test_json_flags_nan_in_backward_of_the_nan_sample(runs):
+    lines = [json.loads(line) for line in runs[0][("nan", "json")].stdout.splitlines()]
+    bad = [d for d in lines if any(t["stats"] and t["stats"]["nan"] for t in d["tensors"])]
+    assert bad and all(d["phase"] == "backward" for d in bad)
+    assert (bad[0]["module"], bad[0]["hook"]) == ("sq_dist", "backward")
+    inf = [d for d in lines if any(t["stats"] and (t["stats"]["posinf"] or t["stats"]["neginf"]) for t in d["tensors"])]
+    assert (inf[0]["module"], inf[0]["hook"]) == ("sqrt", "backward")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_save_round_trips(runs, name):
+    results, out = runs
+    assert results[(name, "json")].returncode == 0
+    info, events = read_trace(out / f"{name}.jsonl")
+    loaded = load_target(SAMPLES / f"{name}.py")
+    trace = hooktui.record(loaded.model, loaded.inputs, loaded.loss_fn)
+    assert info.model == str(SAMPLES / f"{name}.py")
+    assert [m.name for m in info.modules] == [m.name for m in trace.info.modules]
+    assert len(events) == len(trace.events)
+    # Autograd sequence numbers count every node the process made: the subprocess's differ.
+    for got, want in zip(events, trace.events):
+        assert _normalise(got.to_dict(), {"seq_nr"}) == _normalise(want.to_dict(), {"seq_nr"})
+    # The saved file and the --json lines come from the same run.
+    lines = [json.loads(line) for line in results[(name, "json")].stdout.splitlines()]
+    assert [(d["index"], d["hook"], d["module"], [t["shape"] for t in d["tensors"]]) for d in lines] == [
+        (e.index, e.hook, e.module, [t.shape for t in e.tensors]) for e in events
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_write_then_read_in_process(tmp_path, name):
+    loaded = load_target(SAMPLES / f"{name}.py")
+    trace = hooktui.record(loaded.model, loaded.inputs, loaded.loss_fn)
+    path = tmp_path / "t.jsonl"
+    write_trace(path, trace.info, trace.events)
+    info, events = read_trace(path)
+    assert info.to_dict() == trace.info.to_dict()
+    assert [_normalise(e.to_dict()) for e in events] == [_normalise(e.to_dict()) for e in trace.events]
+    # Strict JSON on every line.
+    for line in path.read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert [event_json(e) for e in events] == [event_json(e) for e in trace.events]

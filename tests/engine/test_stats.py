@@ -1,0 +1,194 @@
+"""Tensor summaries (engine/stats.py) against numbers computed here with numpy / torch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hooktui.engine import stats
+from hooktui.engine.stats import HIST_BINS, StatsOptions, describe
+
+
+def expected_stats(values: np.ndarray) -> dict:
+    v = values.astype(np.float64).reshape(-1)
+    finite = v[np.isfinite(v)]
+    out = {
+        "count": v.size,
+        "finite": finite.size,
+        "nan": int(np.isnan(v).sum()),
+        "posinf": int(np.isposinf(v).sum()),
+        "neginf": int(np.isneginf(v).sum()),
+        "zeros": int((v == 0).sum()),
+    }
+    if finite.size:
+        out.update(
+            min=finite.min(),
+            max=finite.max(),
+            mean=finite.mean(),
+            absmax=np.abs(finite).max(),
+            norm=np.sqrt((finite**2).sum()),
+            std=finite.std(ddof=1) if finite.size > 1 else None,
+        )
+    return out
+
+
+def check(record, values: np.ndarray, rel=1e-5, abs_=1e-6):
+    want = expected_stats(values)
+    s = record.stats
+    for key in ("count", "finite", "nan", "posinf", "neginf", "zeros"):
+        assert getattr(s, key) == want[key], key
+    if want["finite"]:
+        for key in ("min", "max", "mean", "absmax", "norm"):
+            assert math.isclose(getattr(s, key), want[key], rel_tol=rel, abs_tol=abs_), (key, getattr(s, key), want[key])
+        if want["std"] is None:
+            assert s.std is None
+        else:
+            assert math.isclose(s.std, want["std"], rel_tol=rel, abs_tol=abs_)
+        assert sum(s.hist) == want["finite"] and len(s.hist) == HIST_BINS
+        assert s.hist_range == [s.min, s.max]
+    else:
+        assert s.min is None and s.max is None and s.mean is None and s.hist == []
+    assert not s.approx and s.sampled == values.size
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_float_dtypes(dtype):
+    t = (torch.randn(5, 7, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
+    record = describe("x", t)
+    reference = t.float().numpy() if dtype in (torch.float16, torch.bfloat16) else t.numpy()
+    check(record, reference, rel=1e-12 if dtype == torch.float64 else 1e-5)
+    assert record.dtype == str(dtype).removeprefix("torch.")
+    assert record.shape == [5, 7] and record.values_shape == [5, 7] and record.values_complete
+    assert record.values == reference.astype(np.float64).reshape(-1).tolist()
+
+
+def test_float64_keeps_full_precision():
+    t = torch.tensor([1.0 + 2**-40, 1.0], dtype=torch.float64)
+    record = describe("x", t)
+    assert record.values == [1.0 + 2**-40, 1.0]
+    assert record.stats.max == 1.0 + 2**-40
+
+
+def test_int64_embedding_ids_exact():
+    ids = torch.tensor([[0, 5, 16777217], [2**40 + 1, 3, 0]], dtype=torch.int64)  # not exact in float32
+    record = describe("ids", ids)
+    assert record.dtype == "int64"
+    assert record.values == [float(v) for v in ids.reshape(-1).tolist()]
+    check(record, ids.numpy(), rel=1e-12)
+
+
+def test_bool():
+    t = torch.tensor([True, False, True, True])
+    record = describe("mask", t)
+    assert record.dtype == "bool" and record.values == [1.0, 0.0, 1.0, 1.0]
+    check(record, t.numpy())
+    assert record.stats.zeros == 1
+
+
+def test_complex_is_summarised_by_magnitude():
+    t = torch.tensor([3 + 4j, 0 + 0j, -1 + 0j, 0 - 2j], dtype=torch.complex64)
+    record = describe("z", t)
+    assert record.stats.of == "abs" and record.dtype == "complex64"
+    check(record, np.abs(t.numpy()))
+    assert record.values == [5.0, 0.0, 1.0, 2.0]
+
+
+def test_empty():
+    record = describe("e", torch.empty(0, 3))
+    assert record.shape == [0, 3] and record.stats.count == 0
+    assert record.values == [] and record.stats.min is None and record.stats.nan == 0
+
+
+def test_zero_dim():
+    record = describe("s", torch.tensor(2.5))
+    assert record.shape == [] and record.values == [2.5] and record.values_shape == []
+    assert record.values_complete
+    assert (record.stats.count, record.stats.min, record.stats.max, record.stats.mean) == (1, 2.5, 2.5, 2.5)
+    assert record.stats.std is None
+
+
+def test_nan_and_infinities_are_counted_and_left_out_of_the_numbers():
+    t = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 0.0, 2.0, float("nan")])
+    record = describe("g", t)
+    check(record, t.numpy())
+    assert (record.stats.nan, record.stats.posinf, record.stats.neginf) == (2, 1, 1)
+    assert record.stats.nonfinite == 4
+    assert (record.stats.min, record.stats.max, record.stats.mean) == (0.0, 2.0, 1.0)
+    assert math.isnan(record.values[1]) and record.values[2] == math.inf and record.values[3] == -math.inf
+
+
+def test_all_nan():
+    record = describe("g", torch.full((3,), float("nan"), dtype=torch.float16))
+    check(record, np.full(3, np.nan))
+    assert record.stats.finite == 0 and record.stats.norm is None
+
+
+def test_all_zeros():
+    record = describe("z", torch.zeros(4, 4))
+    check(record, np.zeros((4, 4)))
+    assert record.stats.std == 0.0 and record.stats.hist[0] == 16 and sum(record.stats.hist[1:]) == 0
+
+
+def test_requires_grad_and_grad_fn_are_recorded_without_touching_the_graph():
+    a = torch.ones(3, requires_grad=True)
+    b = a * 2
+    record = describe("b", b)
+    assert record.requires_grad is True and record.grad_fn == "MulBackward0"
+    b.sum().backward()
+    assert torch.equal(a.grad, torch.full((3,), 2.0))
+
+
+def test_missing():
+    record = stats.missing("grad_input[0]", "this input does not require grad", target="args[0]")
+    assert record.is_missing and record.shape is None and record.stats is None
+
+
+def test_huge_tensor_is_sampled_with_a_bounded_block_of_values():
+    n = 40_000_000
+    t = torch.arange(n, dtype=torch.float32).reshape(4000, 10000)
+    options = StatsOptions()
+    record = describe("big", t, options)
+    s = record.stats
+    assert s.approx and s.count == n and 0 < s.sampled <= options.max_exact
+    assert len(record.values) <= options.max_values
+    rows, cols = record.values_shape
+    assert rows * cols == len(record.values) and rows > 1 and cols > 1  # a 2-D block for the grid
+    assert record.values == t[:rows, :cols].reshape(-1).double().tolist()
+    assert not record.values_complete
+    # An evenly strided sample of 0..n-1 has mean ~ (n-1)/2 and spans nearly all of it.
+    assert math.isclose(s.mean, (n - 1) / 2, rel_tol=0.01)
+    assert s.min == 0.0 and s.max > 0.99 * (n - 1)
+    assert sum(s.hist) == s.sampled
+    assert s.nonfinite == 0
+
+
+def test_huge_tensor_counts_every_non_finite_value():
+    n = 40_000_000
+    t = torch.zeros(n)
+    t[1::9_999_991] = float("nan")  # 5 NaNs, off any sampling stride
+    t[7] = float("inf")
+    record = describe("big", t)
+    assert record.stats.approx
+    assert record.stats.nonfinite == int((~torch.isfinite(t)).sum()) == 6
+    assert len(record.values) <= StatsOptions().max_values
+
+
+def test_sampling_threshold_and_value_budget_follow_the_options():
+    t = torch.arange(1000, dtype=torch.float32)
+    record = describe("x", t, StatsOptions(max_exact=100, max_values=10))
+    assert record.stats.approx and record.stats.sampled == 100
+    assert record.values == [float(i) for i in range(10)] and record.values_shape == [10]
+    exact = describe("x", t, StatsOptions(max_exact=1000, max_values=10))
+    assert not exact.stats.approx and exact.stats.mean == 499.5
+    none = describe("x", t, StatsOptions(keep_values=False))
+    assert none.values is None and none.stats.count == 1000
+
+
+def test_leading_block_of_a_3d_tensor():
+    t = torch.arange(8 * 100 * 100, dtype=torch.float32).reshape(8, 100, 100)
+    for budget in (4096, 1024, 7):
+        record = describe("x", t, StatsOptions(max_values=budget))
+        k = record.values_shape
+        assert len(record.values) == k[0] * k[1] * k[2] <= budget
+        assert record.values == t[: k[0], : k[1], : k[2]].reshape(-1).double().tolist()
