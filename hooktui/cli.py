@@ -30,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
     parser.add_argument("--json", action="store_true", help="trace: one JSON object per firing per line")
     parser.add_argument("--save", metavar="FILE", help="trace: also write a trace file that `hooktui view` opens")
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="also record what the deprecated register_backward_hook would receive (legacy_backward firings)",
+    )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
     return parser
 

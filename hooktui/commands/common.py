@@ -14,5 +14,7 @@ def load(args) -> LoadedModel:
         raise UserError(str(exc)) from exc
 
 
-def session_for(loaded: LoadedModel, *, pause: bool) -> Session:
-    return Session(loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label)
+def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False) -> Session:
+    return Session(
+        loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label, legacy=legacy
+    )

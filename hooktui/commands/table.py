@@ -10,7 +10,7 @@ def format_header(info: TraceInfo) -> str:
     return (
         f"# {info.model}  ({len(info.modules)} modules, {info.device}, torch {info.torch_version})\n"
         f"# backward from: {info.loss}\n"
-        f"{'#':>4}  {'phase':8}  {'hook':12}  {'module':24}  {'call':>4}  {'grad_fn':24}  tensors"
+        f"{'#':>4}  {'phase':8}  {'hook':15}  {'module':24}  {'call':>4}  {'grad_fn':24}  tensors"
     )
 
 
@@ -18,8 +18,8 @@ def format_event(event: Event) -> str:
     module = event.module or "(root)"
     tensors = "; ".join(f"{t.name} {shape_text(t)}" for t in event.tensors) or "-"
     line = (
-        f"{event.index:>4}  {event.phase:8}  {event.hook:12}  {module[:24]:24}  {event.call:>4}  "
-        f"{(event.grad_fn or '-')[:24]:24}  {tensors}"
+        f"{event.index:>4}  {event.phase:8}  {event.hook:15}  {module[:24]:24}  {event.call:>4}  "
+        f"{(event.grad_fn or '-').rpartition('::')[2][:24]:24}  {tensors}"
     )
     for note in event.notes:
         line += f"\n{'':6}note: {note}"

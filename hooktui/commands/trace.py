@@ -12,7 +12,7 @@ from .table import format_event, format_header
 
 def run_trace(args) -> int:
     loaded = load(args)
-    session = session_for(loaded, pause=False)
+    session = session_for(loaded, pause=False, legacy=args.legacy)
     out = sys.stdout
     if not args.json:
         out.write(format_header(session.trace.info) + "\n")

@@ -46,10 +46,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import nodes, stats
 from torch.autograd.graph import get_gradient_edge
 
+from . import nodes, stats
+from .legacy import LegacyHooks
 from .naming import call_tensors, named_tensors
+from .node_steps import NodeSteps
+from .param_grads import ParamGradHooks
 from .records import Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
 
@@ -62,6 +65,7 @@ class LiveFiring:
     module: nn.Module | None
     tensors: dict[str, torch.Tensor | None]
     node: Any = None  # torch.autograd.graph.Node
+    call: Any = None  # the engine's record of the module call (opaque to callers)
 
 
 @dataclass
@@ -124,7 +128,7 @@ class _GradWatch:
         key = (node, grad_inputs)
         if key not in self._by_node:
             self._by_node[key] = []
-            self._hooks.add(node, grad_inputs, lambda grads, k=key: self._arrive(k, grads), output_side=output_side)
+            self._hooks.add(node, grad_inputs, lambda grads, *_outputs, k=key: self._arrive(k, grads), output_side=output_side)
         self._by_node[key].append((slot, position))
 
     @property
@@ -167,13 +171,16 @@ class _NodeHooks:
         self._watchers: dict[tuple[Any, bool], tuple[list[Callable], list[Callable]]] = {}
         self.handles: list = []
 
+    def has(self, node, post: bool) -> bool:
+        return (node, post) in self._watchers
+
     def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
         key = (node, post)
         if key not in self._watchers:
             watchers: tuple[list[Callable], list[Callable]] = ([], [])
             self._watchers[key] = watchers
             if post:
-                self.handles.append(node.register_hook(lambda grad_inputs, _go, w=watchers: _dispatch(w, grad_inputs)))
+                self.handles.append(node.register_hook(lambda grad_inputs, grad_outputs, w=watchers: _dispatch(w, grad_inputs, grad_outputs)))
             else:
                 self.handles.append(node.register_prehook(lambda grad_outputs, w=watchers: _dispatch(w, grad_outputs)))
         inputs_side, outputs_side = self._watchers[key]
@@ -189,9 +196,10 @@ class _NodeHooks:
         self._watchers.clear()
 
 
-def _dispatch(watchers: tuple[list[Callable], list[Callable]], grads) -> None:
+def _dispatch(watchers: tuple[list[Callable], list[Callable]], *grads) -> None:
+    """Pre-hook watchers get (grad_outputs,); post-hook watchers (grad_inputs, grad_outputs)."""
     for callback in list(watchers[0]) + list(watchers[1]):
-        callback(grads)
+        callback(*grads)
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -201,12 +209,25 @@ class Tracer:
     """Installs the hooks on every module of `model`, turns firings into Events, removes
     every hook it added on `remove()`."""
 
-    def __init__(self, model: nn.Module, emit: Emit, options: stats.StatsOptions = stats.StatsOptions()) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        emit: Emit,
+        options: stats.StatsOptions = stats.StatsOptions(),
+        *,
+        legacy: bool = False,
+        param_grads: bool = True,
+    ) -> None:
         self.model = model
         self.emit = emit
         self.options = options
         self.phase = "forward"
         self._names = {id(m): name for name, m in model.named_modules()}
+        self._modules = {name: m for name, m in model.named_modules()}
+        self.param_names = {id(p): name for name, p in model.named_parameters()}
+        self._legacy = LegacyHooks(self) if legacy else None
+        self._param_grads = ParamGradHooks(self) if param_grads else None
+        self._node_steps = NodeSteps(self)
         self._handles: list = []
         self._node_hooks = _NodeHooks()
         self._stacks: dict[int, list[_Call]] = defaultdict(list)
@@ -223,11 +244,15 @@ class Tracer:
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(self._pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post_hook, with_kwargs=True, always_call=True))
+        if self._param_grads is not None:
+            self._param_grads.install(self.model)
 
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        if self._param_grads is not None:
+            self._param_grads.remove()
         self._node_hooks.remove()
         self._stacks.clear()
         self._awaiting_backward.clear()
@@ -290,6 +315,8 @@ class Tracer:
         )
         if torch.is_grad_enabled() and self._watch_outputs(call, outputs):
             self._watch_inputs(call, outputs)
+            if self._legacy is not None:
+                self._legacy.watch(call, outputs)
         return None
 
     def _watch_outputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> bool:
@@ -460,28 +487,67 @@ class Tracer:
         node = watched_nodes[0] if watched_nodes else call.output_node
         self._fire(call, "backward", tensors, live, node=node, notes=notes)
 
-    # -- events ------------------------------------------------------------------
-    def _describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
+    # -- for the finer firing kinds (param_grads.py, legacy.py, node_steps.py) -------------
+    @property
+    def node_hooks(self) -> _NodeHooks:
+        return self._node_hooks
+
+    def call_count(self, module_name: str) -> int:
+        return self._counts.get(module_name, 0)
+
+    def module_named(self, module_name: str) -> nn.Module:
+        return self._modules[module_name]
+
+    def step_into(self, call: _Call) -> int:
+        """Hook the autograd nodes of `call` so each one fires (node_pre / node)."""
+        return self._node_steps.expand(call) if call is not None and call.output_edges else 0
+
+    def describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
         return stats.describe(name, tensor, self.options, **extra)
 
-    def _fire(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
-        backward = hook.startswith("backward")
+    def missing(self, name: str, reason: str, **extra) -> TensorRecord:
+        return stats.missing(name, reason, **extra)
+
+    def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
+        """Emit one firing of `call`; returns its index."""
+        return self.fire_event(
+            hook=hook,
+            module=call.module,
+            call=call.index,
+            tensors=tensors,
+            live=live,
+            node=node,
+            source=call.source,
+            forward_index=None if hook in ("forward_pre", "forward") else call.forward_index,
+            notes=notes,
+            call_state=call,
+        )
+
+    def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
+                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> int:
         event = Event(
             index=self.next_index(),
             phase=self.phase,
             hook=hook,
-            module=call.name,
-            module_type=call.type,
-            call=call.index,
+            module=self._names.get(id(module), ""),
+            module_type=type(module).__name__,
+            call=call,
             grad_fn=nodes.node_name(node),
             tensors=tensors,
-            source=call.source,
+            source=source,
             node=nodes.describe_node(node),
-            forward_index=call.forward_index if backward else None,
+            forward_index=forward_index,
             notes=notes or [],
         )
-        self.emit(event, LiveFiring(event=event, module=call.module, tensors=live, node=node))
+        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state))
         return event.index
+
+    # -- events ------------------------------------------------------------------
+    def _describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
+        return self.describe(name, tensor, **extra)
+
+    def _fire(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
+        return self.fire_call(call, hook, tensors, live, node, notes)
 
 
 def _consumers(input_edges: dict[int, tuple[Any, int]], output_nodes: list, seq_start: int, seq_end: int):
@@ -507,15 +573,5 @@ def _consumers(input_edges: dict[int, tuple[Any, int]], output_nodes: list, seq_
     return found
 
 
-def _in_range(node, start: int, end: int) -> bool:
-    try:
-        return start <= node._sequence_nr() < end
-    except RuntimeError:
-        return False
-
-
-def _seq(node) -> int:
-    try:
-        return node._sequence_nr()
-    except RuntimeError:
-        return -1
+_in_range = nodes.in_seq_range
+_seq = nodes.seq_of

@@ -41,6 +41,10 @@ class Gate:
         self.break_on_backward = False
         self._last_phase: str | None = None
         self.paused = False
+        # Hook kinds that never pause (e.g. legacy_backward while the UI hides them).
+        self.skip_hooks: set[str] = set()
+        self._into = False
+        self._finish: tuple[str, int] | None = None
 
     # -- commands (any thread) -------------------------------------------------
     def step(self) -> None:
@@ -51,6 +55,24 @@ class Gate:
 
     def run_to_end(self) -> None:
         self._release("run")
+
+    def step_into(self) -> None:
+        """Step, and have the worker hook the autograd nodes of the call it is paused in."""
+        with self._cond:
+            self._into = True
+        self._release("step")
+
+    def finish(self, module: str, call: int) -> None:
+        """Run until the backward firing of this module call (or a breakpoint)."""
+        with self._cond:
+            self._finish = (module, call)
+        self._release("finish")
+
+    def take_step_into(self) -> bool:
+        """Worker side: was a step-into asked for? (Clears the request.)"""
+        with self._cond:
+            into, self._into = self._into, False
+            return into
 
     def quit(self) -> None:
         with self._cond:
@@ -84,10 +106,14 @@ class Gate:
     def should_pause(self, event: Event) -> bool:
         entering_backward = event.phase == "backward" and self._last_phase != "backward"
         self._last_phase = event.phase
+        if event.hook in self.skip_hooks:
+            return False
         if self._mode == "step":
             return True
         if self._mode == "run":
             return False
+        if self._mode == "finish" and event.hook == "backward" and (event.module, event.call) == self._finish:
+            return True
         if entering_backward and self.break_on_backward:
             return True
         return any(bp.matches(event) for bp in list(self._breakpoints))

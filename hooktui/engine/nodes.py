@@ -57,6 +57,19 @@ def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
     return record
 
 
+def seq_of(node) -> int:
+    """The node's creation order (-1 when it cannot be read). AccumulateGrad nodes
+    have the largest possible number."""
+    try:
+        return int(node._sequence_nr())
+    except RuntimeError:
+        return -1
+
+
+def in_seq_range(node, start: int, end: int) -> bool:
+    return start <= seq_of(node) < end
+
+
 def _seq_nr(node) -> int | None:
     try:
         return int(node._sequence_nr())

@@ -62,12 +62,17 @@ class Session:
         label: str | None = None,
         options: stats.StatsOptions = stats.StatsOptions(),
         loss_label: str | None = None,
+        legacy: bool = False,
+        param_grads: bool = True,
     ) -> None:
         self.model = model
         self.args, self.kwargs = split_inputs(inputs)
         self.loss_fn = loss_fn
         self.gate = Gate(pause=pause)
         self.options = options
+        self.legacy = legacy
+        self.param_grads = param_grads
+        self._tracer: Tracer | None = None
         device = next((str(p.device) for p in model.parameters()), "cpu")
         if loss_fn is None:
             loss_text = "default loss: sum of every floating-point output"
@@ -97,6 +102,18 @@ class Session:
     def quit(self) -> None:
         self.gate.quit()
 
+    def step_into(self) -> None:
+        """At a backward_pre firing: step through the autograd nodes of that module call."""
+        self.gate.step_into()
+
+    def finish(self) -> None:
+        """Run to the backward firing of the module call paused in (like a debugger's finish)."""
+        current = self.current
+        if current is None:
+            self.gate.step()
+        else:
+            self.gate.finish(current.event.module, current.event.call)
+
     def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
         return self.gate.toggle_breakpoint(Breakpoint(module=module, phase=phase))
 
@@ -111,7 +128,7 @@ class Session:
     # -- the run (worker thread) -------------------------------------------------
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
-        tracer = Tracer(self.model, self._emit, self.options)
+        tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
         self._set_state("running")
         final = "finished"
         try:
@@ -162,6 +179,8 @@ class Session:
             self.current = live
             self.gate.check(event, on_pause=lambda _: self._set_state("paused"))
             self.current = None
+            if self.gate.take_step_into() and event.hook == "backward_pre" and self._tracer is not None:
+                self._tracer.step_into(live.call)
             if self.trace.state == "paused":
                 self._set_state("running")
 

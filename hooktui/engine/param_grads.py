@@ -1,0 +1,59 @@
+"""`param_grad` firings: a parameter's gradient, the moment AccumulateGrad writes `.grad`.
+
+A module's full backward hook does not carry its parameters' gradients, and can run before
+its own weight's `.grad` is set; a post-accumulate-grad hook on each parameter shows where
+they really arrive.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.autograd.graph import get_gradient_edge
+
+from .records import SourceLocation
+
+
+class ParamGradHooks:
+    def __init__(self, tracer) -> None:
+        self.tracer = tracer
+        self._handles: list = []
+
+    def install(self, model: nn.Module) -> None:
+        for qualified, param in model.named_parameters():
+            if param.requires_grad:
+                owner, _, short = qualified.rpartition(".")
+                self._handles.append(
+                    param.register_post_accumulate_grad_hook(lambda p, o=owner, s=short, q=qualified: self._fire(p, o, s, q))
+                )
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _fire(self, param: torch.Tensor, owner: str, short: str, qualified: str) -> None:
+        tracer = self.tracer
+        calls = tracer.call_count(owner)
+        module = tracer.module_named(owner)
+        notes = []
+        if calls > 1:
+            notes.append(f"accumulated over the {calls} calls of this module in this forward")
+        name = f"{short}.grad"
+        tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
+        tracer.fire_event(
+            hook="param_grad",
+            module=module,
+            call=max(calls - 1, 0),
+            tensors=tensors,
+            live={name: param.grad},
+            node=get_gradient_edge(param).node,
+            source=_definition(module),
+            notes=notes,
+        )
+
+
+def _definition(module: nn.Module) -> SourceLocation | None:
+    from .source import definition_location
+
+    return definition_location(type(module))

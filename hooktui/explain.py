@@ -1,0 +1,223 @@
+"""Plain-words explanations of a firing, built only from recorded facts.
+
+Each statement comes from the event and the trace around it (the forward firing of the
+same call, the parameter-gradient firings of the module): nothing is chosen by model
+name. Used by the UI's Explain pane; no Textual, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .engine.records import Event, TensorRecord, TraceInfo
+from .format import shape_text
+
+
+@dataclass
+class Statement:
+    text: str
+    # True: a check that holds (shape matches); False: one that does not; None: a fact.
+    ok: bool | None = None
+
+
+def explain(event: Event, events: Sequence[Event], info: TraceInfo | None = None) -> list[Statement]:
+    who = _who(event)
+    builder = _BUILDERS.get(event.hook, _generic)
+    return builder(event, events, who, info)
+
+
+def _who(event: Event) -> str:
+    name = event.module or "the root module"
+    return f"`{name}` ({event.module_type}, call {event.call})"
+
+
+def _forward_pre(event: Event, events, who: str, info) -> list[Statement]:
+    out = [Statement(f"Forward pre-hook of {who}: runs just before its forward(), with the arguments it is called with.")]
+    out += [_argument(t) for t in event.tensors]
+    return out
+
+
+def _forward(event: Event, events, who: str, info) -> list[Statement]:
+    out = [Statement(f"Forward hook of {who}: runs just after its forward() returned.")]
+    for tensor in event.tensors:
+        if tensor.name.startswith("output"):
+            made_by = f", made by {tensor.grad_fn} (backward for it starts at that node)" if tensor.grad_fn else ""
+            no_grad = "" if tensor.requires_grad else "; it does not require grad, so this call will have no backward firing"
+            out.append(Statement(f"`{tensor.name}`: returned by forward(), shape {shape_text(tensor)}{made_by}{no_grad}."))
+        else:
+            out.append(_argument(tensor))
+    return out
+
+
+def _backward_pre(event: Event, events, who: str, info) -> list[Statement]:
+    out = [
+        Statement(
+            f"Full backward pre-hook of {who}: the gradient of the loss w.r.t. its outputs has just been "
+            f"computed, and its own backward has not run yet."
+        )
+    ]
+    forward = _forward_of(event, events)
+    for tensor in event.tensors:
+        out.append(_gradient(tensor, "output", forward, who))
+    return out + _notes(event)
+
+
+def _backward(event: Event, events, who: str, info) -> list[Statement]:
+    out = [
+        Statement(
+            f"Full backward hook of {who}: the gradients w.r.t. its positional inputs are computed. "
+            f"grad_input has one entry per positional argument; parameters are not in it."
+        )
+    ]
+    forward = _forward_of(event, events)
+    for tensor in event.tensors:
+        out.append(_gradient(tensor, "input", forward, who))
+    out += _notes(event)
+    out += _param_grads(event, events, info)
+    return out
+
+
+def _legacy(event: Event, events, who: str, info) -> list[Statement]:
+    node = event.grad_fn or "its output's autograd node"
+    out = [
+        Statement(
+            f"Legacy register_backward_hook of {who}: PyTorch attaches it to {node}, the autograd node that "
+            f"made the module's first output — the module's last op — not to the module itself. Its grad_input "
+            f"is that node's input gradients."
+        )
+    ]
+    for tensor in event.tensors:
+        what = tensor.target or "?"
+        shape = "None" if tensor.is_missing else shape_text(tensor)
+        if tensor.name.startswith("grad_input"):
+            out.append(Statement(f"`{tensor.name}`: gradient w.r.t. {what}, shape {shape}."))
+        else:
+            out.append(Statement(f"`{tensor.name}`: gradient w.r.t. {what}, shape {shape}."))
+    return out + _notes(event)
+
+
+def _param_grad(event: Event, events, who: str, info) -> list[Statement]:
+    out = [
+        Statement(
+            f"Parameter gradient of {who.split(' (')[0]}: AccumulateGrad has written `.grad` "
+            f"(a post-accumulate-grad hook). This is where a parameter's gradient becomes visible."
+        )
+    ]
+    for tensor in event.tensors:
+        out.append(Statement(f"`{tensor.name}`: shape {shape_text(tensor)}, for parameter {tensor.target}."))
+    backward = _module_backward(event, events)
+    if backward is not None:
+        order = "before" if backward.index < event.index else "after"
+        out.append(Statement(f"The module's full backward hook fired {order} this, at firing #{backward.index}."))
+    return out + _notes(event)
+
+
+def _node(event: Event, events, who: str, info) -> list[Statement]:
+    side = "receives the gradients of its outputs" if event.hook == "node_pre" else "has computed the gradients of its inputs"
+    out = [Statement(f"Autograd node {event.grad_fn} (inside {who}) {side}.")]
+    for tensor in event.tensors:
+        shape = "None" if tensor.is_missing else shape_text(tensor)
+        out.append(Statement(f"`{tensor.name}`: gradient w.r.t. {tensor.target or '?'}, shape {shape}."))
+    return out + _notes(event)
+
+
+def _error(event: Event, events, who: str, info) -> list[Statement]:
+    err = event.error
+    text = f"{err.type}: {err.message}" if err else "the run failed"
+    return [Statement(f"The model raised during {event.phase}, after firing of {who}: {text}", ok=False)]
+
+
+def _generic(event: Event, events, who: str, info) -> list[Statement]:
+    return [Statement(f"{event.hook} firing of {who}.")] + [_argument(t) for t in event.tensors] + _notes(event)
+
+
+_BUILDERS = {
+    "forward_pre": _forward_pre,
+    "forward": _forward,
+    "backward_pre": _backward_pre,
+    "backward": _backward,
+    "legacy_backward": _legacy,
+    "param_grad": _param_grad,
+    "node_pre": _node,
+    "node": _node,
+    "error": _error,
+}
+
+
+# -- pieces ---------------------------------------------------------------------------
+def _argument(tensor: TensorRecord) -> Statement:
+    where = _position(tensor.name)
+    grad = "requires grad" if tensor.requires_grad else "does not require grad"
+    return Statement(f"`{tensor.name}`: {where}, shape {shape_text(tensor)}, {tensor.dtype}, {grad}.")
+
+
+def _position(name: str) -> str:
+    if name.startswith("args["):
+        return f"positional argument {name[5:name.index(']')]}" + (f" ({name})" if name.count("[") > 1 else "")
+    if name.startswith("kwargs["):
+        return "keyword argument " + name[len("kwargs[") : name.index("]")]
+    return name
+
+
+def _gradient(tensor: TensorRecord, side: str, forward: Event | None, who: str) -> Statement:
+    target = tensor.target or "?"
+    subject = f"positional input {target[5:target.index(']')]}" if target.startswith("args[") else target
+    if tensor.is_missing:
+        return Statement(f"`{tensor.name}` is None: {tensor.missing}.")
+    text = f"`{tensor.name}`: gradient of the loss w.r.t. {subject} of {who}, shape {shape_text(tensor)}"
+    if tensor.note:
+        text += f" — {tensor.note}"
+    original = _tensor_named(forward, target) if forward is not None else None
+    if original is None:
+        return Statement(text + ".")
+    if original.shape == tensor.shape:
+        return Statement(text + f" — same as that {side} ✓", ok=True)
+    return Statement(text + f" — but that {side} has shape {shape_text(original)} ✗", ok=False)
+
+
+def _notes(event: Event) -> list[Statement]:
+    return [Statement(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".")) for note in event.notes]
+
+
+def _param_grads(event: Event, events: Sequence[Event], info: TraceInfo | None) -> list[Statement]:
+    grads = [e for e in events if e.hook == "param_grad" and e.module == event.module]
+    out = []
+    arrived = {t.target for e in grads for t in e.tensors}
+    module = next((m for m in info.modules if m.name == event.module), None) if info else None
+    for param in module.params if module else []:
+        qualified = f"{event.module}.{param}" if event.module else param
+        if qualified not in arrived:
+            out.append(
+                Statement(
+                    f"`{qualified}`'s gradient is not in grad_input and has not been written to `.grad` yet: "
+                    f"it arrives in its own param_grad firing."
+                )
+            )
+    for grad in grads:
+        for tensor in grad.tensors:
+            when = "after" if grad.index > event.index else "before"
+            out.append(
+                Statement(
+                    f"`{tensor.target}`'s gradient arrives at firing #{grad.index} (param_grad), {when} this hook: "
+                    f"do not read `.grad` here and call it final."
+                    if when == "after"
+                    else f"`{tensor.target}`'s gradient arrived at firing #{grad.index} (param_grad), before this hook."
+                )
+            )
+    return out
+
+
+def _forward_of(event: Event, events: Sequence[Event]) -> Event | None:
+    if event.forward_index is None or event.forward_index >= len(events):
+        return None
+    forward = events[event.forward_index]
+    return forward if forward.index == event.forward_index else None
+
+
+def _module_backward(event: Event, events: Sequence[Event]) -> Event | None:
+    return next((e for e in events if e.hook == "backward" and e.module == event.module), None)
+
+
+def _tensor_named(event: Event, name: str) -> TensorRecord | None:
+    return next((t for t in event.tensors if t.name == name), None)
