@@ -78,7 +78,7 @@ def main() -> None:
             f"{(traced - plain) / firings * 1e6:>10.1f}"
         )
     print()
-    print("tensor summary cost (describe(), exact up to 2^24 elements, sampled beyond):")
+    print("tensor summary cost (describe(), exact up to 2^20 elements, sampled beyond):")
     print(f"{'elements':>12} {'ms':>8} {'approx':>7} {'values kept':>12}")
     for numel in (10**3, 10**5, 10**7, 4 * 10**7):
         tensor = torch.randn(numel // 1000, 1000)
