@@ -1,0 +1,197 @@
+"""Where firings come from. The app talks to a Source and renders the Event records it
+hands over; it cannot tell a live model from a recorded trace except by `live`.
+
+- LiveSource wraps an engine Session running in a thread worker: firings are queued on
+  the worker thread and the app is told with one EventsReady message per batch.
+- RecordedSource holds a finished trace: every firing is known up front and stepping
+  only moves through the list.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..engine.gate import Breakpoint
+from ..engine.records import Event, TraceInfo
+from .messages import EventsReady, StateChanged
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from ..engine.session import Session
+
+# States in which the model can still produce firings.
+ADVANCING = ("ready", "running", "paused")
+
+
+class Source:
+    live = False
+    info: TraceInfo
+    state = "ready"
+    wall_time: float | None = None  # seconds the model ran (live only), pauses left out
+
+    def start(self, app: App) -> list[Event]:
+        """Begin; returns the firings known at once."""
+        return []
+
+    def drain(self) -> list[Event]:
+        return []
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+
+    @property
+    def can_advance(self) -> bool:
+        """Can the model produce more firings?"""
+        return False
+
+    def step(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def quit(self) -> None: ...
+
+    def join(self, timeout: float) -> bool:
+        return True
+
+    @property
+    def breakpoints(self) -> frozenset[Breakpoint]:
+        return frozenset()
+
+    def toggle_breakpoint(self, module: str) -> bool:
+        return False
+
+    break_on_backward = False
+
+
+class RecordedSource(Source):
+    """A saved trace: no model, every firing known."""
+
+    def __init__(self, info: TraceInfo, events: list[Event]) -> None:
+        self.info = info
+        self._events = events
+        self.state = "replay"
+        self._breakpoints: set[Breakpoint] = set()
+        self.break_on_backward = False
+
+    def start(self, app: App) -> list[Event]:
+        return list(self._events)
+
+    @property
+    def breakpoints(self) -> frozenset[Breakpoint]:
+        return frozenset(self._breakpoints)
+
+    def toggle_breakpoint(self, module: str) -> bool:
+        bp = Breakpoint(module=module)
+        if bp in self._breakpoints:
+            self._breakpoints.discard(bp)
+            return False
+        self._breakpoints.add(bp)
+        return True
+
+
+class LiveSource(Source):
+    """A Session run in a thread worker of `app`."""
+
+    live = True
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.info = session.trace.info
+        self.state = "ready"
+        self.thread: threading.Thread | None = None
+        self._pending: list[Event] = []
+        self._notified = False
+        self._lock = threading.Lock()
+        self._post: Callable | None = None
+        self._running_since: float | None = None
+        self._finished = threading.Event()
+        self._launched = False
+
+    # -- worker thread -------------------------------------------------------------
+    def start(self, app: App) -> list[Event]:
+        self._post = app.post_message
+        self._launched = True
+        app.run_worker(self._run, thread=True, exit_on_error=False, name="hooktui model", group="model")
+        return []
+
+    def _run(self) -> None:
+        self.thread = threading.current_thread()
+        try:
+            self.session.run(on_event=self._on_event, on_state=self._on_state)
+        finally:
+            self._finished.set()
+
+    def _on_event(self, event: Event) -> None:
+        with self._lock:
+            self._pending.append(event)
+            notify = not self._notified
+            self._notified = True
+        if notify:  # one message until the app drains, however many firings come
+            self._send(EventsReady())
+
+    def _on_state(self, state: str) -> None:
+        # wall_time: time the model ran, pauses left out.
+        now = time.perf_counter()
+        if self._running_since is not None:
+            self.wall_time = (self.wall_time or 0.0) + now - self._running_since
+            self._running_since = None
+        if state == "running":
+            self._running_since = now
+        self._send(StateChanged(state))
+
+    def _send(self, message) -> None:
+        post = self._post
+        if post is not None:
+            try:
+                post(message)
+            except RuntimeError:  # the app's loop is closed: nobody is listening
+                pass
+
+    # -- app thread ----------------------------------------------------------------
+    def drain(self) -> list[Event]:
+        with self._lock:
+            events, self._pending = self._pending, []
+            self._notified = False
+        return events
+
+    @property
+    def can_advance(self) -> bool:
+        return self.state in ADVANCING
+
+    @property
+    def paused(self) -> bool:
+        return self.state == "paused"
+
+    def step(self) -> None:
+        self.session.step()
+
+    def resume(self) -> None:
+        self.session.resume()
+
+    def quit(self) -> None:
+        self.session.quit()
+
+    def join(self, timeout: float) -> bool:
+        """Wait for the worker thread to end; True when it has (or never started)."""
+        if not self._launched:
+            return True
+        return self._finished.wait(timeout)
+
+    @property
+    def breakpoints(self) -> frozenset[Breakpoint]:
+        return self.session.gate.breakpoints
+
+    def toggle_breakpoint(self, module: str) -> bool:
+        return self.session.toggle_breakpoint(module)
+
+    @property
+    def break_on_backward(self) -> bool:  # type: ignore[override]
+        return self.session.gate.break_on_backward
+
+    @break_on_backward.setter
+    def break_on_backward(self, value: bool) -> None:
+        self.session.gate.break_on_backward = value

@@ -1,0 +1,1 @@
+"""The panes of the debugger, one widget per file."""

@@ -1,0 +1,125 @@
+"""The autograd node of the current firing: name, sequence number, saved tensors, and
+its next_functions as a tree a few levels deep."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from ...engine.records import Event, NodeRecord
+
+# seq_nr of nodes that have none (AccumulateGrad): UINT64_MAX.
+_NO_SEQ = 2**63
+
+
+def seq_text(seq_nr: int | None) -> str:
+    return "-" if seq_nr is None or seq_nr >= _NO_SEQ else str(seq_nr)
+
+
+def saved_text(saved: dict) -> str:
+    parts = []
+    for name, value in saved.items():
+        shape = "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")" if isinstance(value, list) else str(value)
+        parts.append(f"{name} {shape}")
+    return ", ".join(parts)
+
+
+def node_label(node: NodeRecord | None) -> Text:
+    if node is None:
+        return Text("None (no gradient flows this way)", style="dim")
+    text = Text(node.name.removeprefix("torch::autograd::"), style="bold")
+    seq = seq_text(node.seq_nr)
+    if seq != "-":
+        text.append(f" seq {seq}", "dim")
+    if node.saved:
+        text.append("  saved: " + saved_text(node.saved), "italic")
+    return text
+
+
+def role(event: Event) -> str:
+    if event.phase == "forward":
+        return "grad_fn of this call's output (created by the forward)"
+    if event.hook == "backward_pre":
+        return "node about to run: its grad_outputs are this module's grad_output"
+    if event.hook == "backward":
+        return "node being executed for this module's grad_input"
+    if event.hook == "param_grad":
+        return "node that accumulates this parameter's .grad"
+    return f"autograd node of this {event.hook} firing"
+
+
+class AutogradPane(Vertical):
+    DEFAULT_CSS = """
+    AutogradPane { height: 1fr; }
+    AutogradPane > #autograd-head { height: auto; padding: 0 1; }
+    AutogradPane > Tree { height: 1fr; }
+    """
+
+    def __init__(self, event: Event | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._composed = False  # children exist (is_mounted is set only after on_mount)
+        self._event = event
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="autograd-head")
+        tree: Tree[None] = Tree("next_functions", id="autograd-tree")
+        tree.guide_depth = 2
+        yield tree
+
+    def on_mount(self) -> None:
+        self._composed = True
+        self.show(self._event)
+
+    def show(self, event: Event | None) -> None:
+        self._event = event
+        if not self._composed:
+            return  # on_mount shows it
+        head = self.query_one("#autograd-head", Static)
+        tree = self.query_one(Tree)
+        tree.clear()
+        if event is None:
+            head.update("")
+            tree.display = False
+            return
+        head.update(self._head(event))
+        node = event.node
+        tree.display = node is not None
+        tree.root.set_label(Text("next_functions (inputs of the node)", style="bold"))
+        if node is not None:
+            self._add(tree.root, node.next, node.truncated)
+        tree.root.expand_all()
+
+    def _head(self, event: Event) -> Text:
+        text = Text()
+        node = event.node
+        if node is None:
+            text.append(event.grad_fn or "no autograd node", "bold")
+            text.append(
+                "\nthis firing has no node (forward_pre runs before the module; outputs that need no grad have none)"
+                if event.hook != "error"
+                else "\nthe run failed here",
+                "dim",
+            )
+        else:
+            text.append(node.name.removeprefix("torch::autograd::"), "bold")
+            text.append(f"  seq_nr {seq_text(node.seq_nr)}", "")
+            text.append(f"\n{role(event)}", "dim")
+            if node.saved:
+                text.append("\nsaved: ", "bold")
+                text.append(saved_text(node.saved))
+        if event.forward_index is not None:
+            text.append(f"\nbelongs to forward firing #{event.forward_index}", "bold cyan")
+        return text
+
+    def _add(self, parent: TreeNode, children: list[NodeRecord | None], truncated: bool) -> None:
+        for child in children:
+            if child is not None and (child.next or child.truncated):
+                branch = parent.add(node_label(child))
+                self._add(branch, child.next, child.truncated)
+            else:
+                parent.add_leaf(node_label(child))
+        if truncated:
+            parent.add_leaf(Text("…", style="dim"))

@@ -1,0 +1,168 @@
+"""The lower panes (tensors, values, autograd, source) and their layout.
+
+Narrow terminals get one set of tabs; wide ones (WIDE and up) show the tensors across the
+whole width, with the values beside tabs for autograd and source below them. Switching
+layout recomposes the panes from `event` and the chosen tensor, slice and tabs, which this
+container keeps."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import TabbedContent, TabPane
+
+from ...engine.records import Event, TensorRecord
+from ..messages import TensorChosen
+from .autograd import AutogradPane
+from .source_view import SourceView
+from .tensors import TensorsPane
+from .values import ValuesPane
+
+PANES = ("tensors", "values", "autograd", "source")
+# Terminal sizes from which the panes share the screen instead of being tabs.
+WIDE = (120, 32)
+TITLES = {"tensors": "Tensors", "values": "Values", "autograd": "Autograd", "source": "Source"}
+
+
+class LowerPanes(Widget):
+    DEFAULT_CSS = """
+    LowerPanes { height: 1fr; }
+    LowerPanes.-wide > TensorsPane { height: 2fr; min-height: 5; border-top: solid $primary-muted; border-title-color: $text-primary; }
+    LowerPanes #wide-bottom { height: 3fr; }
+    LowerPanes #wide-bottom > ValuesPane { width: 1fr; border-top: solid $primary-muted; border-title-color: $text-primary; }
+    LowerPanes #side-tabs { width: 1fr; border-left: vkey $primary-muted; }
+    LowerPanes TabPane { padding: 0; }
+    """
+
+    wide: reactive[bool] = reactive(False, recompose=True)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.event: Event | None = None
+        self.tensor_position = 0
+        self.slice_no = 0
+        self.active = "tensors"  # the tab shown when narrow
+        self.side_active = "autograd"  # the tab beside the values when wide
+
+    class LayoutChanged(Message):
+        """The panes switched between tabs and side by side."""
+
+        def __init__(self, wide: bool) -> None:
+            super().__init__()
+            self.wide = wide
+
+    def watch_wide(self, wide: bool) -> None:
+        self.set_class(wide, "-wide")
+        self.post_message(self.LayoutChanged(wide))
+
+    def fit(self, size: Size) -> None:
+        """Tabs or side by side, for a terminal of `size`."""
+        wide = size.width >= WIDE[0] and size.height >= WIDE[1]
+        if wide != self.wide:
+            self.wide = wide
+
+    def on_resize(self) -> None:
+        self.fit(self.app.size)
+
+    @property
+    def tensor(self) -> TensorRecord | None:
+        if self.event is None or not self.event.tensors:
+            return None
+        return self.event.tensors[min(self.tensor_position, len(self.event.tensors) - 1)]
+
+    def compose(self) -> ComposeResult:
+        panes = {
+            "tensors": TensorsPane(self.event, self.tensor_position, id="tensors"),
+            "values": ValuesPane(self.tensor, self.slice_no, id="values"),
+            "autograd": AutogradPane(self.event, id="autograd"),
+            "source": SourceView(self.event, id="source"),
+        }
+        if self.wide:
+            panes["tensors"].border_title = "Tensors"
+            panes["values"].border_title = "Values"
+            yield panes["tensors"]
+            with Horizontal(id="wide-bottom"):
+                yield panes["values"]
+                side = self.active if self.active in ("autograd", "source") else self.side_active
+                with TabbedContent(id="side-tabs", initial=f"tab-{side}"):
+                    for name in ("autograd", "source"):
+                        with TabPane(TITLES[name], id=f"tab-{name}"):
+                            yield panes[name]
+        else:
+            with TabbedContent(id="tabs", initial=f"tab-{self.active}"):
+                for name in PANES:
+                    with TabPane(TITLES[name], id=f"tab-{name}"):
+                        yield panes[name]
+
+    def show(self, event: Event | None) -> None:
+        """Show firing `event`; keeps the chosen tensor (and slice) when the new firing
+        has a tensor of the same name."""
+        previous = self.tensor
+        self.event = event
+        names = [t.name for t in event.tensors] if event is not None else []
+        if previous is not None and previous.name in names:
+            self.tensor_position = names.index(previous.name)
+        else:
+            self.tensor_position = 0
+            self.slice_no = 0
+        if not self.is_mounted:
+            return
+        for pane in self.query(TensorsPane):
+            pane.show(event, self.tensor_position)
+        for pane in self.query(ValuesPane):
+            pane.show(self.tensor, self.slice_no)
+        for pane in self.query(AutogradPane):
+            pane.show(event)
+        for pane in self.query(SourceView):
+            pane.show(event)
+
+    def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
+        name = (message.pane.id or "").removeprefix("tab-")
+        if message.tabbed_content.id == "side-tabs":
+            self.side_active = name
+        elif name in PANES:
+            self.active = name
+
+    def on_tensor_chosen(self, message: TensorChosen) -> None:
+        message.stop()
+        if message.position == self.tensor_position:
+            return
+        self.tensor_position = message.position
+        self.slice_no = 0
+        for pane in self.query(ValuesPane):
+            pane.show(self.tensor, 0)
+
+    def step_slice(self, delta: int, outer: bool = False) -> None:
+        for pane in self.query(ValuesPane):
+            pane.step_slice(delta, outer)
+            self.slice_no = pane.slice_no
+
+    def reveal(self, name: str) -> Widget:
+        """Bring pane `name` on screen (switching tabs if needed) and return it."""
+        pane = self.query_one(f"#{name}")
+        for tabs in self.query(TabbedContent):
+            if tabs.query(f"#tab-{name}"):
+                tabs.active = f"tab-{name}"
+        self.active = name
+        if name in ("autograd", "source"):
+            self.side_active = name
+        return pane
+
+    def visible_panes(self) -> list[str]:
+        """The panes on screen now (not hidden in an inactive tab)."""
+        out = []
+        for name in PANES:
+            pane = self.query_one(f"#{name}")
+            tab = pane.parent
+            if isinstance(tab, TabPane):
+                tabs = tab.parent
+                while tabs is not None and not isinstance(tabs, TabbedContent):
+                    tabs = tabs.parent
+                if tabs is not None and tabs.active != tab.id:
+                    continue
+            out.append(name)
+        return out

@@ -1,0 +1,85 @@
+"""The model's modules as a tree, with marks: ▶ current firing's module, ● breakpoint,
+✓ already fired in the current phase (a breakpoint mark hides it)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from ...engine.records import ModuleInfo, TraceInfo
+
+CURRENT, BREAK, VISITED = "▶", "●", "✓"
+
+
+class ModuleTree(Tree[str]):
+    """Node data is the module's qualified name ("" for the root)."""
+
+    BINDINGS = [
+        # Space steps, as everywhere else, instead of folding the node (enter folds).
+        Binding("space", "app.step", "Next", show=False),
+    ]
+
+    def __init__(self, info: TraceInfo, **kwargs) -> None:
+        root = info.modules[0] if info.modules and info.modules[0].name == "" else ModuleInfo("", info.model)
+        super().__init__("", data="", **kwargs)
+        self.show_root = True
+        self.guide_depth = 2
+        self._info = {m.name: m for m in info.modules}
+        self._info.setdefault("", root)
+        self._module_nodes: dict[str, TreeNode[str]] = {"": self.root}
+        self._marks: dict[str, tuple[bool, bool, bool]] = {}
+        for module in info.modules:
+            if module.name == "":
+                continue
+            parent = self._module_nodes.get(module.parent or "", self.root)
+            node = parent.add("", data=module.name, expand=True)
+            self._module_nodes[module.name] = node
+        for name, node in self._module_nodes.items():
+            node.allow_expand = bool(node.children)
+            node.set_label(self._label(name))
+        self.root.expand()
+
+    def node_for(self, module: str) -> TreeNode[str] | None:
+        return self._module_nodes.get(module)
+
+    @property
+    def selected_module(self) -> str | None:
+        node = self.cursor_node
+        return None if node is None else node.data
+
+    def update_marks(self, current: str | None, breakpoints: set[str], visited) -> None:
+        """Refresh the marks; `visited(name)` says if a module fired in this phase so far."""
+        for name, node in self._module_nodes.items():
+            marks = (name == current, name in breakpoints, bool(visited(name)))
+            if self._marks.get(name) == marks:
+                continue
+            self._marks[name] = marks
+            node.set_label(self._label(name, *marks))
+
+    def _label(self, name: str, current: bool = False, breakpoint: bool = False, visited: bool = False) -> Text:
+        module = self._info.get(name) or ModuleInfo(name, "?")
+        text = Text(no_wrap=True)
+        text.append(CURRENT if current else " ", "bold")
+        if breakpoint:
+            text.append(BREAK, "bold red")
+        else:
+            text.append(VISITED if visited else " ", "green")
+        text.append(" ")
+        text.append(name.rpartition(".")[2] if name else "(root)", "bold" if current else "")
+        text.append(" ")
+        text.append(module.type, "bold" if not name else "dim")
+        return text
+
+    def show_module(self, module: str) -> None:
+        """Move the cursor to `module` and scroll it into view."""
+        node = self._module_nodes.get(module)
+        if node is None:
+            return
+        parent = node.parent
+        while parent is not None:
+            if not parent.is_expanded:
+                parent.expand()
+            parent = parent.parent
+        self.move_cursor(node, animate=False)

@@ -1,0 +1,157 @@
+"""Every tensor of the current firing, one row each, with its notes above."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ...engine.records import Event, TensorRecord
+from ...format import shape_text, stats_line
+from ..messages import TensorChosen
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(hist: list[int] | None) -> str:
+    """A histogram as block characters; an empty bin is a blank."""
+    if not hist:
+        return ""
+    top = max(hist)
+    if top <= 0:
+        return " " * len(hist)
+    out = []
+    for count in hist:
+        if count <= 0:
+            out.append(" ")
+        else:
+            out.append(BLOCKS[min(len(BLOCKS) - 1, max(0, -(-count * len(BLOCKS) // top) - 1))])
+    return "".join(out)
+
+
+def loudness(tensor: TensorRecord) -> str | None:
+    """"error" for NaN/Inf, "warning" for all zeros or a missing tensor, else None."""
+    if tensor.is_missing:
+        return "warning"
+    stats = tensor.stats
+    if stats is None:
+        return None
+    if stats.nan or stats.posinf or stats.neginf:
+        return "error"
+    if stats.count and stats.zeros == stats.count:
+        return "warning"
+    return None
+
+
+def tensor_name(tensor: TensorRecord) -> str:
+    return f"{tensor.name} → {tensor.target}" if tensor.target else tensor.name
+
+
+def notes_text(event: Event) -> Text:
+    text = Text()
+    for note in event.notes:
+        if text:
+            text.append("\n")
+        text.append(" note ", "bold reverse")
+        text.append(" " + note, "bold red" if event.hook == "error" else "bold yellow")
+    for tensor in event.tensors:
+        if tensor.note:
+            if text:
+                text.append("\n")
+            text.append(f"{tensor.name}: {tensor.note}", "italic")
+    return text
+
+
+def summary_text(event: Event, columns: list[str]) -> Text:
+    """One line over the table: how many tensors, and the dtype/device they share."""
+    present = [t for t in event.tensors if not t.is_missing]
+    text = Text(f"{event.hook} of {event.module or '(root)'}: ", style="bold")
+    text.append(f"{len(event.tensors)} tensor{'s' if len(event.tensors) != 1 else ''}", "")
+    for key in ("dtype", "device"):
+        values = {getattr(t, key) for t in present}
+        if key not in columns and values:
+            text.append(f" · {values.pop()}", "dim")
+    return text
+
+
+class TensorsPane(Vertical):
+    """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
+    histogram (and dtype and device when the tensors differ in them)."""
+
+    DEFAULT_CSS = """
+    TensorsPane { height: 1fr; }
+    TensorsPane > #notes { height: auto; max-height: 5; padding: 0 1; }
+    TensorsPane > DataTable { height: 1fr; scrollbar-size: 1 1; }
+    """
+
+    def __init__(self, event: Event | None = None, selected: int = 0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._composed = False  # children exist (is_mounted is set only after on_mount)
+        self._event = event
+        self._selected = selected
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="notes")
+        yield DataTable(cursor_type="row", zebra_stripes=False, id="tensor-table")
+
+    def on_mount(self) -> None:
+        self._composed = True
+        self.show(self._event, self._selected)
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one(DataTable)
+
+    @staticmethod
+    def columns_for(event: Event) -> list[str]:
+        columns = ["tensor", "shape", "stats", "histogram"]
+        present = [t for t in event.tensors if not t.is_missing]
+        for key in ("dtype", "device"):
+            if len({getattr(t, key) for t in present}) > 1:
+                columns.append(key)
+        return columns
+
+    def show(self, event: Event | None, selected: int = 0) -> None:
+        self._event, self._selected = event, selected
+        if not self._composed:
+            return  # on_mount shows it
+        table = self.table
+        table.clear(columns=True)
+        head = self.query_one("#notes", Static)
+        if event is None:
+            head.update("")
+            return
+        columns = self.columns_for(event)
+        text = summary_text(event, columns)
+        notes = notes_text(event)
+        if notes:
+            text.append("\n")
+            text.append_text(notes)
+        head.update(text)
+        rows = []
+        for tensor in event.tensors:
+            level = loudness(tensor)
+            style = {"error": "bold red", "warning": "yellow"}.get(level or "", "")
+            hist = tensor.stats.hist if tensor.stats else None
+            cells = {
+                "tensor": Text(tensor_name(tensor), style="bold" if level == "error" else ""),
+                "shape": Text(shape_text(tensor), style="yellow" if tensor.is_missing else ""),
+                "stats": Text(stats_line(tensor), style=style),
+                "histogram": Text(sparkline(hist), style="cyan"),
+                "dtype": Text(tensor.dtype or ""),
+                "device": Text(tensor.device or ""),
+            }
+            rows.append([cells[c] for c in columns])
+        # Explicit widths: the table then never shows a half-measured state.
+        for i, column in enumerate(columns):
+            table.add_column(column, key=column, width=max([len(column), *(row[i].cell_len for row in rows)]))
+        for position, row in enumerate(rows):
+            table.add_row(*row, key=str(position))
+        if event.tensors:
+            table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
+
+    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+        message.stop()
+        if message.row_key is not None and message.row_key.value is not None:
+            self.post_message(TensorChosen(int(message.row_key.value)))

@@ -1,0 +1,324 @@
+"""The timeline: one row per firing, rendered with the Line API.
+
+Only the rows on screen are ever rendered, from the shared list of events, so a trace of
+100,000 firings costs nothing more than a short one, and new firings only grow the
+virtual size. A filter (module name substring or glob) keeps a list of matching rows,
+extended incrementally as firings arrive.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from bisect import bisect_left
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...engine.records import Event
+from ...format import shape_text
+from ..history import History
+from ..messages import FiringChosen
+
+PHASE_SHORT = {"forward": "fwd", "backward": "bwd"}
+
+
+def module_label(name: str) -> str:
+    return name or "(root)"
+
+
+def nonfinite(event: Event) -> str:
+    """"NaN", "Inf" or "" for the worst value among the firing's tensors."""
+    flag = ""
+    for tensor in event.tensors:
+        stats = tensor.stats
+        if stats is not None:
+            if stats.nan:
+                return "NaN"
+            if stats.posinf or stats.neginf:
+                flag = "Inf"
+    return flag
+
+
+def main_shape(event: Event) -> str:
+    tensor = event.main_tensor
+    if tensor is not None:
+        return shape_text(tensor)
+    return "None" if event.tensors else "-"
+
+
+class Timeline(ScrollView, can_focus=True):
+    """Every firing so far; the current one is highlighted."""
+
+    COMPONENT_CLASSES = {
+        "timeline--header",
+        "timeline--cursor",
+        "timeline--forward",
+        "timeline--backward",
+        "timeline--error",
+        "timeline--dim",
+    }
+
+    DEFAULT_CSS = """
+    Timeline { background: $surface; overflow-x: hidden; }
+    Timeline > .timeline--header { text-style: bold; color: $text-primary; background: $surface; }
+    Timeline > .timeline--cursor { background: $surface-lighten-2; text-style: bold; }
+    Timeline:focus > .timeline--cursor { background: $block-cursor-background; color: $block-cursor-foreground; text-style: bold; }
+    Timeline > .timeline--forward { color: $text-accent; }
+    Timeline > .timeline--backward { color: $text-warning; }
+    Timeline > .timeline--error { color: $text-error; text-style: bold; }
+    Timeline > .timeline--dim { color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("up", "row(-1)", "Up", show=False),
+        Binding("down", "row(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+    ]
+
+    def __init__(self, history: History, module_width: int = 20, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.history = history
+        self.module_width = max(6, min(module_width, 28))
+        self.filter_text = ""
+        self._rows: list[int] | None = None  # positions matching the filter; None = all
+        self._scanned = 0  # positions checked against the filter so far
+        self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(512)
+        self._shown = -1
+        self._layout_key: tuple[int, int] | None = None
+        self._base_style: Style | None = None
+        self._columns: list[tuple[str, int]] = []
+        self._line_width = 0
+
+    # -- data ------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self.history) if self._rows is None else len(self._rows)
+
+    def position_at(self, row: int) -> int:
+        return row if self._rows is None else self._rows[row]
+
+    def row_of(self, position: int) -> int | None:
+        if self._rows is None:
+            return position if 0 <= position < len(self.history) else None
+        row = bisect_left(self._rows, position)
+        return row if row < len(self._rows) and self._rows[row] == position else None
+
+    def grow(self) -> None:
+        """Firings were appended to the history."""
+        if self._rows is not None:
+            self._scan()
+        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
+        self.refresh()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        self._rows = None if not self.filter_text else []
+        self._scanned = 0
+        self._cache.clear()
+        self.grow()
+        self.show(self._shown, force=True)
+
+    def _matches(self, event: Event) -> bool:
+        pattern = self.filter_text.lower()
+        name = module_label(event.module).lower()
+        if any(c in pattern for c in "*?["):
+            return fnmatch.fnmatchcase(name, pattern)
+        return pattern in name
+
+    def _scan(self) -> None:
+        events = self.history.events
+        rows = self._rows
+        assert rows is not None
+        for position in range(self._scanned, len(events)):
+            if self._matches(events[position]):
+                rows.append(position)
+        self._scanned = len(events)
+
+    # -- cursor ------------------------------------------------------------------------
+    def show(self, position: int, force: bool = False) -> None:
+        """Highlight firing `position` and scroll it into view."""
+        if position == self._shown and not force:
+            return
+        self._shown = position
+        self.refresh()
+        row = self.row_of(position)
+        if row is None:
+            if self._rows is not None and self._rows:
+                row = min(bisect_left(self._rows, position), len(self._rows) - 1)
+            else:
+                return
+        if self.scrollable_content_region.height <= 1:  # not laid out yet
+            self.call_after_refresh(self.scroll_row_into_view, row)
+        else:
+            self.scroll_row_into_view(row)
+
+    def scroll_row_into_view(self, row: int) -> None:
+        visible = max(1, self.scrollable_content_region.height - 1)
+        top = round(self.scroll_y)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True, force=True)
+        elif row >= top + visible:
+            self.scroll_to(y=row - visible + 1, animate=False, immediate=True, force=True)
+
+    def _choose_row(self, row: int) -> None:
+        if self.row_count == 0:
+            return
+        row = max(0, min(row, self.row_count - 1))
+        self.post_message(FiringChosen(self.position_at(row)))
+
+    def _current_row(self) -> int:
+        row = self.row_of(self._shown)
+        if row is not None:
+            return row
+        if self._rows is None:
+            return 0
+        return min(bisect_left(self._rows, self._shown), max(0, len(self._rows) - 1))
+
+    def action_row(self, delta: int) -> None:
+        row = self.row_of(self._shown)
+        if row is None and self._rows is not None:
+            # The current firing is filtered out: the next row down is the first after it.
+            after = bisect_left(self._rows, self._shown)
+            row = after - 1 if delta > 0 else after
+        self._choose_row((row if row is not None else 0) + delta)
+
+    def action_page(self, direction: int) -> None:
+        page = max(1, self.scrollable_content_region.height - 2)
+        self._choose_row(self._current_row() + direction * page)
+
+    def action_edge(self, last: int) -> None:
+        self._choose_row(self.row_count - 1 if last else 0)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            row = round(self.scroll_y) + event.y - 1
+            if row < self.row_count:
+                self._choose_row(row)
+
+    # -- rendering ---------------------------------------------------------------------
+    # (key, title, width, drop order: higher goes first when the pane is narrow)
+    COLUMNS = (("index", "#", 0, 0), ("phase", "ph", 3, 5), ("hook", "hook", 12, 1), ("module", "module", 0, 0),
+               ("call", "call", 4, 4), ("shape", "shape", 16, 2), ("node", "autograd node", 0, 3))
+    MODULE_MIN, NODE_MIN = 8, 12
+
+    def _layout(self, width: int) -> list[tuple[str, int]]:
+        """The columns that fit in `width` cells, and their widths."""
+        digits = len(str(max(0, len(self.history) - 1))) + 1
+        key = (width, digits)
+        if key == self._layout_key:
+            return self._columns
+        widths = {k: w for k, _, w, _ in self.COLUMNS}
+        widths["index"] = max(3, digits)
+        widths["module"] = self.module_width
+        widths["node"] = self.NODE_MIN
+        keep = [k for k, *_ in self.COLUMNS]
+
+        def total() -> int:
+            return sum(widths[k] for k in keep) + len(keep) - 1
+
+        # Narrow: drop the least useful columns first, then shorten module names.
+        for k in [c[0] for c in sorted(self.COLUMNS, key=lambda c: -c[3]) if c[3] > 0]:
+            if total() <= width:
+                break
+            keep.remove(k)
+        if total() > width:
+            widths["module"] = max(self.MODULE_MIN, widths["module"] - (total() - width))
+        spare = width - total()
+        if "node" in keep:
+            widths["node"] += max(0, spare)
+        self._columns = [(k, widths[k]) for k in keep]
+        self._line_width = total()
+        self._layout_key = key
+        self._cache.clear()
+        return self._columns
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
+        self._cache.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    def render_lines(self, crop):
+        # rich_style walks the ancestors: once per repaint, not once per line.
+        self._base_style = self.rich_style
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        _, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self._base_style or self.rich_style
+        self._layout(width)
+        if y == 0:
+            strip = self._header()
+        else:
+            row = scroll_y + y - 1
+            if row >= self.row_count:
+                return Strip.blank(width, base)
+            position = self.position_at(row)
+            key = (position, position == self._shown)
+            strip = self._cache.get(key)
+            if strip is None:
+                strip = self._cache[key] = self._row(position, key[1])
+        return strip.crop_extend(0, width, base)
+
+    def _cells(self, cells: dict[str, tuple[str, Style | None]], row_style: Style) -> Strip:
+        text = Text(no_wrap=True, end="")
+        for i, (key, width) in enumerate(self._columns):
+            content, style = cells[key]
+            if i:
+                text.append(" ")
+            if len(content) > width:
+                # Module names keep their end (the leaf is what tells them apart).
+                content = "…" + content[len(content) - width + 1 :] if key == "module" else content[: width - 1] + "…"
+            content = content.rjust(width) if key in ("index", "call") else content.ljust(width)
+            text.append(content, style)
+        segments = [Segment(s.text, row_style + s.style if s.style else row_style) for s in text.render(self.app.console)]
+        return Strip(segments, self._line_width).extend_cell_length(self._line_width, row_style)
+
+    def _shape_cell(self, event: Event, selected: bool) -> tuple[str, Style | None]:
+        flag = nonfinite(event)
+        if not flag:
+            return main_shape(event), None
+        style = None if selected else self.get_component_rich_style("timeline--error", partial=True)
+        return f"{flag}! {main_shape(event)}", style
+
+    def _header(self) -> Strip:
+        style = self.get_component_rich_style("timeline--header")
+        return self._cells({k: (title, None) for k, title, _, _ in self.COLUMNS}, (self._base_style or self.rich_style) + style)
+
+    def _row(self, position: int, selected: bool) -> Strip:
+        event = self.history.events[position]
+        base = self._base_style or self.rich_style
+        if selected:
+            # One uniform highlight, and a marker that survives NO_COLOR.
+            base = base + self.get_component_rich_style("timeline--cursor")
+            phase_style = dim = None
+        else:
+            kind = "error" if event.hook == "error" else "backward" if event.phase == "backward" else "forward"
+            phase_style = self.get_component_rich_style(f"timeline--{kind}", partial=True)
+            dim = self.get_component_rich_style("timeline--dim", partial=True)
+        index = f"▶{event.index}" if selected else str(event.index)
+        return self._cells(
+            {
+                "index": (index, dim),
+                "phase": (PHASE_SHORT.get(event.phase, event.phase[:3]), phase_style),
+                "hook": (event.hook, phase_style),
+                "module": (module_label(event.module), None),
+                "call": (str(event.call), dim),
+                "shape": self._shape_cell(event, selected),
+                "node": ((event.grad_fn or "-").removeprefix("torch::autograd::"), dim),
+            },
+            base,
+        )

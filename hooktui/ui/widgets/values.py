@@ -1,0 +1,138 @@
+"""The selected tensor's values as a grid. Tensors with more than two dims show one 2-D
+slice at a time: `[` / `]` step through the slices of the leading dims (row-major),
+`{` / `}` jump by the outermost of them."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ...engine.records import TensorRecord
+from ...format import number, shape_text
+
+
+def dims_text(shape: list[int]) -> str:
+    return "×".join(str(n) for n in shape) if shape else "scalar"
+
+
+def slice_count(tensor: TensorRecord | None) -> int:
+    """How many 2-D slices the kept block of `tensor` has."""
+    if tensor is None or tensor.values is None or tensor.values_shape is None:
+        return 0
+    return max(1, math.prod(tensor.values_shape[:-2])) if len(tensor.values_shape) > 2 else 1
+
+
+def slice_index(block: list[int], n: int) -> list[int]:
+    """Slice number `n` as indices into the leading dims of `block` (row-major)."""
+    lead = block[:-2]
+    out = []
+    for size in reversed(lead):
+        out.append(n % size if size else 0)
+        n = n // size if size else 0
+    return list(reversed(out))
+
+
+def grid(tensor: TensorRecord, n: int) -> tuple[list[list[float]], list[int]]:
+    """Rows of the 2-D slice `n` of the kept block, and its leading indices."""
+    block = tensor.values_shape or []
+    values = tensor.values or []
+    if len(block) == 0:
+        return [values[:1]], []
+    if len(block) == 1:
+        return [values[: block[0]]], []
+    rows, cols = block[-2], block[-1]
+    start = n * rows * cols
+    chunk = values[start : start + rows * cols]
+    return [chunk[r * cols : (r + 1) * cols] for r in range(rows)], slice_index(block, n)
+
+
+def cell(value: float) -> Text:
+    if math.isnan(value):
+        return Text("nan", style="bold red", justify="right")
+    if math.isinf(value):
+        return Text("inf" if value > 0 else "-inf", style="bold red", justify="right")
+    return Text(number(value), style="dim" if value == 0 else "", justify="right")
+
+
+class ValuesPane(Vertical):
+    DEFAULT_CSS = """
+    ValuesPane { height: 1fr; }
+    ValuesPane > #values-title { height: auto; padding: 0 1; color: $text-muted; }
+    ValuesPane > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, tensor: TensorRecord | None = None, slice_no: int = 0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._composed = False  # children exist (is_mounted is set only after on_mount)
+        self.tensor = tensor
+        self.slice_no = slice_no
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="values-title")
+        yield DataTable(cursor_type="cell", fixed_columns=1, show_row_labels=False, id="values-table")
+
+    def on_mount(self) -> None:
+        self._composed = True
+        self.show(self.tensor, self.slice_no)
+
+    @property
+    def slices(self) -> int:
+        return slice_count(self.tensor)
+
+    def step_slice(self, delta: int, outer: bool = False) -> None:
+        count = self.slices
+        if count <= 1 or self.tensor is None or self.tensor.values_shape is None:
+            return
+        if outer:
+            delta *= math.prod(self.tensor.values_shape[1:-2]) or 1
+        self.show(self.tensor, (self.slice_no + delta) % count)
+
+    def show(self, tensor: TensorRecord | None, slice_no: int = 0) -> None:
+        self.tensor = tensor
+        count = slice_count(tensor)
+        self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
+        if not self._composed:
+            return  # on_mount shows it
+        title = self.query_one("#values-title", Static)
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.display = False
+        if tensor is None:
+            title.update("no tensor selected")
+            return
+        if tensor.is_missing:
+            title.update(Text(f"{tensor.name}: None ({tensor.missing or 'no value'})", style="yellow"))
+            return
+        if tensor.values is None or tensor.values_shape is None:
+            title.update(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else ""))
+            return
+        rows, lead = grid(tensor, self.slice_no)
+        table.display = True
+        title.update(self._title(tensor, lead, count))
+        cells = [[cell(v) for v in row] for row in rows]
+        width = max((len(row) for row in cells), default=0)
+        # Row indices as a fixed first column (row labels are measured lazily, so a
+        # screenshot could catch them unmeasured).
+        table.add_column("", key="row", width=len(str(len(cells) - 1)))
+        for c in range(width):
+            column_width = max([len(str(c)), *(row[c].cell_len for row in cells if c < len(row))])
+            table.add_column(str(c), key=str(c), width=column_width)
+        for r, row in enumerate(cells):
+            table.add_row(Text(str(r), style="bold"), *row)
+        table.move_cursor(row=0, column=1, animate=False)
+
+    def _title(self, tensor: TensorRecord, lead: list[int], count: int) -> Text:
+        text = Text()
+        text.append(tensor.name, "bold")
+        text.append(f" {shape_text(tensor)} {tensor.dtype or ''}")
+        if lead:
+            text.append("  slice [" + ", ".join(str(i) for i in lead) + ", :, :]", "bold")
+            if count > 1:
+                text.append(f" {self.slice_no + 1}/{count} ([ ] {{ }})", "dim")
+        if not tensor.values_complete:
+            text.append(f"\nshowing the first {dims_text(tensor.values_shape or [])} of {shape_text(tensor)}", "italic")
+        return text

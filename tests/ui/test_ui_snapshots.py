@@ -1,0 +1,98 @@
+"""Snapshot tests at 80x24 (tabs) and 120x40 (panes side by side).
+
+Deterministic by construction: seeded sample models, no timings on screen
+(`show_timings=False`), no animations (tests/conftest.py), and every `run_before` waits
+until the model's worker has paused where the picture is taken. Paths on screen are
+relative to the working directory, so the tests run from the repository root.
+
+Review changed SVGs by eye before accepting them (`--snapshot-update`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hooktui.engine.session import Session
+from hooktui.ui.app import HooktuiApp
+from hooktui.ui.screens.error import ErrorScreen
+from hooktui.ui.screens.help import HelpScreen
+
+from ui_helpers import ROOT, paused_at, sample_app, wait_for
+from ui_models import FailsInBackward, inputs
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+
+@pytest.fixture(autouse=True)
+def _repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+async def _step_until(pilot, key: str, done) -> None:
+    """Press `key` until `done(event)` holds for the firing the model paused in."""
+    app = pilot.app
+    for _ in range(200):
+        if app.state == "paused" and done(app.current):
+            return
+        last = len(app.history)
+        await pilot.press(key)
+
+        def moved(last=last):
+            return app.state in ("finished", "failed") or (app.state == "paused" and len(app.history) > last)
+
+        await wait_for(pilot, moved, "the next pause")
+    raise AssertionError("never reached the firing")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_cnn_first_forward_firing(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+
+    assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_cnn_backward_firing_with_autograd_pane(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("B", "c")
+        await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+        await pilot.press("a")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_seed_paused_in_fc1_backward(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("n")
+        await paused_at(pilot, 1)
+        await pilot.press("b")  # breakpoint on fc1, the current firing's module
+        await _step_until(pilot, "c", lambda e: e.module == "fc1" and e.hook == "backward")
+
+    assert snap_compare(sample_app("seed.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_exception_modal(snap_compare, size):
+    app = HooktuiApp(session=Session(FailsInBackward(), inputs()), show_timings=False)
+
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ErrorScreen), "the error screen")
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_screen(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "the help screen")
+
+    assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
