@@ -70,9 +70,15 @@ def in_seq_range(node, start: int, end: int) -> bool:
     return start <= seq_of(node) < end
 
 
+# AccumulateGrad nodes carry the largest 64-bit number as their sequence number: they are
+# not created by an op, so they have no place in the creation order.
+_NO_SEQ = 2**64 - 1
+
+
 def _seq_nr(node) -> int | None:
     try:
-        return int(node._sequence_nr())
+        seq = int(node._sequence_nr())
+        return None if seq == _NO_SEQ else seq
     except (AttributeError, RuntimeError):
         return None
 
