@@ -134,3 +134,26 @@ def test_write_then_read_in_process(tmp_path, name):
     for line in path.read_text().splitlines():
         json.loads(line, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert [event_json(e) for e in events] == [event_json(e) for e in trace.events]
+
+
+def test_package_module_attribute_with_input_shape(tmp_path):
+    """`package.module:attribute` names an instance, a class or a factory; --input-shape
+    gives it one seeded random input."""
+    package = tmp_path / "hooktui_testpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "net = nn.Linear(3, 2)\n"
+        "def make():\n    torch.manual_seed(0)\n    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))\n"
+    )
+    from cli_run import hooktui as run_cli
+
+    for target, modules in (("hooktui_testpkg.models:net", {""}), ("hooktui_testpkg.models:make", {"", "0", "1", "2"})):
+        result = run_cli("trace", target, "--input-shape", "5,3", "--json", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        events = [json.loads(line) for line in result.stdout.splitlines()]
+        assert {e["module"] for e in events if e["hook"] == "forward"} == modules
+        first = events[0]["tensors"][0]
+        assert first["name"] == "args[0]" and first["shape"] == [5, 3]
+        assert any(e["hook"] == "backward" for e in events)
