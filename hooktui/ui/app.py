@@ -54,17 +54,22 @@ class HooktuiApp(App):
 
     BINDINGS = [
         Binding("n,space,f10", "step", "Next", id="hooktui.next"),
+        Binding("s", "step_into", "Into", id="hooktui.step_into"),
+        Binding("f", "finish", "Finish", id="hooktui.finish"),
         Binding("c,f5", "resume", "Continue", id="hooktui.continue"),
         Binding("N,p", "back", "Back", id="hooktui.back"),
         Binding("b,f9", "breakpoint", "Break", id="hooktui.breakpoint"),
-        Binding("B", "break_backward", "Break bwd", id="hooktui.break_backward"),
+        Binding("B", "break_backward", "Break bwd", show=False, id="hooktui.break_backward"),
         Binding("g", "first", "First", show=False, id="hooktui.first"),
         Binding("G", "latest", "Latest", show=False, id="hooktui.latest"),
-        Binding("slash", "filter", "Filter", id="hooktui.filter"),
+        Binding("j", "jump", "Fwd↔bwd", show=False, id="hooktui.jump"),
+        Binding("L", "legacy", "Legacy", show=False, id="hooktui.legacy"),
+        Binding("slash", "filter", "Filter", show=False, id="hooktui.filter"),
         Binding("t", "pane('tensors')", "Tensors pane", show=False, id="hooktui.pane.tensors"),
+        Binding("x", "pane('explain')", "Explain pane", show=False, id="hooktui.pane.explain"),
         Binding("v", "pane('values')", "Values pane", show=False, id="hooktui.pane.values"),
         Binding("a", "pane('autograd')", "Autograd pane", show=False, id="hooktui.pane.autograd"),
-        Binding("s", "pane('source')", "Source pane", show=False, id="hooktui.pane.source"),
+        Binding("o", "pane('source')", "Source pane", show=False, id="hooktui.pane.source"),
         Binding("left_square_bracket", "slice(-1)", "Previous slice", show=False, id="hooktui.slice.previous"),
         Binding("right_square_bracket", "slice(1)", "Next slice", show=False, id="hooktui.slice.next"),
         Binding("left_curly_bracket", "outer_slice(-1)", "Previous outer slice", show=False, id="hooktui.slice.outer_previous"),
@@ -77,14 +82,19 @@ class HooktuiApp(App):
     # Descriptions for the help screen and the command palette, in BINDINGS order.
     HELP = {
         "step": "next firing (walks back up the history first)",
+        "step_into": "step into the autograd nodes of this module's backward (at backward_pre; else next)",
+        "finish": "finish: run to the backward firing of this module call",
         "resume": "continue to the next breakpoint or the end",
         "back": "previous firing (history)",
         "breakpoint": "toggle a breakpoint on the module (tree selection, else the current one)",
         "break_backward": "toggle a break when backward starts",
         "first": "first firing",
         "latest": "latest firing",
+        "jump": "jump between a backward firing and its forward firing (and back)",
+        "legacy": "show or hide the legacy register_backward_hook firings",
         "filter": "filter the timeline by module name (escape clears)",
         "pane('tensors')": "show the tensors pane",
+        "pane('explain')": "show the explain pane (what this firing means)",
         "pane('values')": "show the values pane",
         "pane('autograd')": "show the autograd pane",
         "pane('source')": "show the source pane",
@@ -123,6 +133,14 @@ class HooktuiApp(App):
         self._bindings_state: tuple = ()
         self._error_shown = False
         self._summary_shown = False
+        self._jumped_from: tuple[int, int] | None = None  # (from, to) of the last `j`
+        # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
+        # a recorded trace has them; `L` toggles.
+        if session is not None:
+            self.legacy_shown = session.legacy and "legacy_backward" not in session.gate.skip_hooks
+        else:
+            self.legacy_shown = True
+        self.history.hidden = set() if self.legacy_shown else {"legacy_backward"}
 
     # -- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -132,8 +150,10 @@ class HooktuiApp(App):
             with Vertical(id="timeline-box"):
                 yield FilterInput(placeholder="filter by module name (glob ok), escape clears", id="filter")
                 width = max((len(m.name) for m in self.info.modules), default=6)
-                yield Timeline(self.history, module_width=width, id="timeline")
-        yield LowerPanes(id="lower")
+                yield Timeline(self.history, module_width=width, hidden=self.history.hidden, id="timeline")
+        lower = LowerPanes(self.history.events, self.info, id="lower")
+        lower.hidden = self.history.hidden
+        yield lower
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -180,6 +200,9 @@ class HooktuiApp(App):
             self._render_soon()
         else:
             self._render_status()
+            if self.source.state != "running":
+                # Later firings (param_grad) change what the explain pane says.
+                self.query_one(LowerPanes).refresh_explain()
 
     def on_state_changed(self, message: StateChanged) -> None:
         self.source.set_state(message.state)
@@ -249,7 +272,7 @@ class HooktuiApp(App):
         if not tree.has_focus:
             tree.show_module(event.module)
 
-    GATED = ("step", "resume", "back", "first", "latest", "show_error", "slice", "outer_slice")
+    GATED = ("step", "resume", "back", "first", "latest", "show_error", "slice", "outer_slice", "step_into", "finish", "jump")
 
     def _refresh_bindings_if_changed(self) -> None:
         """The footer greys out what is unavailable; refreshing it costs a layout, so only
@@ -303,10 +326,17 @@ class HooktuiApp(App):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         history = self.history
-        if action in ("step", "resume"):
+        if action in ("step", "resume", "step_into"):
             return True if (not history.at_latest or self.source.can_advance) else None
+        if action == "finish":
+            event = history.current
+            return True if event is not None and (self._backward_ahead(event) is not None or self.source.can_advance) else None
+        if action == "jump":
+            event = history.current
+            back = self._jumped_from is not None and self._jumped_from[1] == history.cursor
+            return True if back or (event is not None and event.forward_index is not None) else None
         if action in ("back", "first"):
-            return True if history.cursor > 0 else None
+            return True if history.next_visible(history.cursor, -1) is not None else None
         if action == "latest":
             return True if not history.at_latest else None
         if action == "show_error":
@@ -319,7 +349,8 @@ class HooktuiApp(App):
     def action_step(self) -> None:
         history = self.history
         if not history.at_latest:
-            self.goto(history.cursor + 1, follow=True)
+            position = history.next_visible(history.cursor, 1)
+            self.goto(position if position is not None else history.latest, follow=True)
             return
         if not self.source.can_advance:
             return
@@ -349,11 +380,102 @@ class HooktuiApp(App):
             self.source.resume()
 
     def action_back(self) -> None:
-        if self.history.cursor > 0:
-            self.goto(self.history.cursor - 1, follow=False)
+        position = self.history.next_visible(self.history.cursor, -1)
+        if position is not None:
+            self.goto(position, follow=False)
 
     def action_first(self) -> None:
-        self.goto(0, follow=False)
+        position = 0 if self.history.visible(0) else self.history.next_visible(0, 1)
+        if self.history.events and position is not None:
+            self.goto(position, follow=False)
+
+    # -- autograd nodes, finish, forward <-> backward ---------------------------------------
+    def _at_live_pause(self) -> bool:
+        """The cursor is on the firing the model is paused in."""
+        return self.source.live and self.source.state == "paused" and self.history.cursor == len(self.history) - 1
+
+    def action_step_into(self) -> None:
+        event = self.current
+        if event is None or event.hook != "backward_pre" or not self._at_live_pause() or self._stepping:
+            self.action_step()
+            return
+        self.history.follow = True
+        self._stepping = True
+        self.source.step_into()
+
+    def _backward_ahead(self, event: Event) -> int | None:
+        """Position of the backward firing of `event`'s module call, if known, after the cursor."""
+        history = self.history
+        for position in range(history.cursor + 1, len(history)):
+            other = history.events[position]
+            if other.hook == "backward" and other.module == event.module and other.call == event.call:
+                return position
+        return None
+
+    def _backward_before(self, event: Event) -> int | None:
+        for position in range(self.history.cursor, -1, -1):
+            other = self.history.events[position]
+            if other.hook == "backward" and other.module == event.module and other.call == event.call:
+                return position
+        return None
+
+    def action_finish(self) -> None:
+        event = self.current
+        if event is None:
+            return
+        ahead = self._backward_ahead(event)
+        if ahead is not None:
+            self.goto(ahead, follow=False)
+            return
+        who = f"{event.module or '(root)'} call {event.call}"
+        if event.phase == "backward" and event.hook != "backward_pre":
+            before = self._backward_before(event)
+            if before is not None:  # e.g. fired early: finishing would run to the end
+                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish")
+                return
+        if not self._at_live_pause() or self._stepping:
+            self.notify(f"no backward firing of {who} ahead", title="finish")
+            return
+        self.history.follow = True
+        self._stepping = True
+        self.source.finish()
+
+    def action_jump(self) -> None:
+        history = self.history
+        if self._jumped_from is not None and self._jumped_from[1] == history.cursor:
+            origin = self._jumped_from[0]
+            self._jumped_from = None
+            self.goto(origin, follow=origin >= history.latest)
+            return
+        event = self.current
+        if event is None or event.forward_index is None:
+            return
+        self._jumped_from = (history.cursor, event.forward_index)
+        self.goto(event.forward_index, follow=False)
+
+    # -- legacy firings --------------------------------------------------------------------
+    def action_legacy(self) -> None:
+        self.set_legacy_shown(not self.legacy_shown)
+
+    def set_legacy_shown(self, shown: bool) -> None:
+        if self.session is not None and not self.session.legacy:
+            self.notify("this run does not record legacy firings: open the model with --legacy", title="legacy")
+            return
+        self.legacy_shown = shown
+        hidden = set() if shown else {"legacy_backward"}
+        history = self.history
+        history.hidden.clear()
+        history.hidden.update(hidden)  # LowerPanes.hidden is the same set
+        self.source.set_skipped(hidden)
+        self.query_one(Timeline).set_hidden(hidden)
+        current = history.current
+        if current is not None and not history.visible(history.cursor):
+            previous = history.next_visible(history.cursor, -1)
+            if previous is not None:
+                history.move(previous)
+        self.query_one(LowerPanes).refresh_explain()
+        self._render_current()
+        self.notify(f"legacy register_backward_hook firings {'shown' if shown else 'hidden'}", title="legacy", timeout=2)
 
     def action_latest(self) -> None:
         self.goto(self.history.latest, follow=True)

@@ -1,7 +1,9 @@
 """Where the user is in the list of firings: plain Python, no Textual, no torch.
 
 The list only grows. `cursor` is the firing on screen; `follow` says the cursor moves
-to each new firing as it arrives (stepping forward at the latest one, or `G`).
+to each new firing as it arrives (stepping forward at the latest one, or `G`). Firings
+whose hook kind is in `hidden` (legacy_backward while the legacy view is off) stay in the
+list but moving skips them: `latest` is the last firing that is not hidden.
 """
 
 from __future__ import annotations
@@ -22,13 +24,33 @@ class History:
         self.per_phase: dict[str, int] = {}
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
+        self.hidden: set[str] = set()  # hook kinds that moving skips
 
     def __len__(self) -> int:
         return len(self.events)
 
+    def visible(self, position: int) -> bool:
+        return self.events[position].hook not in self.hidden
+
+    def next_visible(self, position: int, delta: int) -> int | None:
+        """The first shown firing after (`delta` > 0) or before `position`, if any."""
+        step = 1 if delta > 0 else -1
+        position += step
+        while 0 <= position < len(self.events):
+            if self.visible(position):
+                return position
+            position += step
+        return None
+
     @property
     def latest(self) -> int:
-        return len(self.events) - 1
+        last = len(self.events) - 1
+        if not self.hidden:
+            return last
+        position = last
+        while position >= 0 and not self.visible(position):
+            position -= 1
+        return position if position >= 0 else last
 
     @property
     def current(self) -> Event | None:
@@ -36,7 +58,8 @@ class History:
 
     @property
     def at_latest(self) -> bool:
-        return self.cursor == self.latest
+        """No shown firing after the cursor."""
+        return self.cursor >= self.latest
 
     def extend(self, events: Iterable[Event]) -> int:
         """Add firings; returns how many. The cursor follows when `follow` is set."""
@@ -60,7 +83,7 @@ class History:
         position = max(0, min(position, self.latest))
         moved = position != self.cursor
         self.cursor = position
-        self.follow = position == self.latest and self.follow
+        self.follow = position >= self.latest and self.follow
         return moved
 
     def visited(self, module: str, phase: str, upto: int) -> bool:
@@ -74,6 +97,8 @@ class History:
         previous = self.events[self.cursor].phase if self.cursor >= 0 else None
         for position in range(self.cursor + 1, len(self.events)):
             event = self.events[position]
+            if event.hook in self.hidden:
+                continue
             if break_on_backward and event.phase == "backward" and previous != "backward":
                 return position
             if any(bp.matches(event) for bp in breakpoints):

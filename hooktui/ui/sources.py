@@ -50,7 +50,17 @@ class Source:
 
     def step(self) -> None: ...
 
+    def step_into(self) -> None:
+        """At a backward_pre firing: step through that call's autograd nodes."""
+        self.step()
+
+    def finish(self) -> None:
+        """Run to the backward firing of the module call paused in."""
+
     def resume(self) -> None: ...
+
+    def set_skipped(self, hooks: set[str]) -> None:
+        """Hook kinds the model never pauses at (the ones the timeline hides)."""
 
     def quit(self) -> None: ...
 
@@ -168,6 +178,16 @@ class LiveSource(Source):
 
     def step(self) -> None:
         self.session.step()
+
+    def step_into(self) -> None:
+        self.session.step_into()
+
+    def finish(self) -> None:
+        self.session.finish()
+
+    def set_skipped(self, hooks: set[str]) -> None:
+        # One assignment: the worker thread never sees a half-updated set.
+        self.session.gate.skip_hooks = set(hooks)
 
     def resume(self) -> None:
         self.session.resume()

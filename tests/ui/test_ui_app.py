@@ -341,13 +341,18 @@ def test_help_screen_and_keymap_and_palette():
             assert not isinstance(app.screen, HelpScreen)
             await pilot.press("f10")
             assert app.history.cursor == 1
-            app.set_keymap({"hooktui.next": "j"})
-            await pilot.press("j")
+            app.set_keymap({"hooktui.next": "k"})
+            await pilot.press("k")
             assert app.history.cursor == 2
-            assert any(keys == "j" for keys, _, action in app.key_help() if action == "step")
+            assert any(keys == "k" for keys, _, action in app.key_help() if action == "step")
             titles = [c.title for c in app.get_system_commands(app.screen)]
             assert any(t.startswith("Next firing") for t in titles)
             assert any(t.startswith("Toggle a breakpoint") for t in titles)
+            for new in ("Step into", "Finish", "Show or hide the legacy", "Show the explain pane"):
+                assert any(t.startswith(new) for t in titles), new
+            keys = {action: k for k, _, action in app.key_help()}
+            assert keys["step_into"] == "s" and keys["pane('source')"] == "o" and keys["pane('explain')"] == "x"
+            assert keys["finish"] == "f" and keys["jump"] == "j" and keys["legacy"] == "L"
 
     run(script())
 
@@ -365,7 +370,7 @@ def test_layout_switches_with_the_terminal_size():
             await pilot.resize_terminal(120, 40)
             await wait_for(pilot, lambda: lower.wide and app.query(ValuesPane), "the wide layout")
             await pilot.pause()
-            assert set(lower.visible_panes()) == {"tensors", "values", "autograd"}
+            assert set(lower.visible_panes()) == {"tensors", "values", "explain"}
             assert app.query_one(TensorsPane).table.row_count == 1
             await pilot.resize_terminal(80, 24)
             await wait_for(pilot, lambda: not lower.wide, "the narrow layout")

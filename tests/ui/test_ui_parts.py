@@ -87,3 +87,17 @@ def test_user_traceback_keeps_the_users_frames():
 
 def test_sequence_numbers_of_nodes_without_one():
     assert seq_text(None) == "-" and seq_text(2**64 - 1) == "-" and seq_text(7) == "7"
+
+
+def test_history_skips_hidden_kinds():
+    history = History()
+    history.extend([_event(0, "backward", "a"), _event(1, "backward", "a", "legacy_backward"), _event(2, "backward", "b"),
+                    _event(3, "backward", "b", "legacy_backward")])
+    history.hidden = {"legacy_backward"}
+    assert history.latest == 2
+    assert history.next_visible(0, 1) == 2 and history.next_visible(2, -1) == 0
+    assert history.next_visible(2, 1) is None
+    history.move(2)
+    assert history.at_latest
+    history.hidden = set()
+    assert history.latest == 3 and not history.at_latest

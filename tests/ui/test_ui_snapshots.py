@@ -96,3 +96,25 @@ def test_help_screen(snap_compare, size):
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "the help screen")
 
     assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_seed_explain_fc1_backward(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await _step_until(pilot, "n", lambda e: e.module == "fc1" and e.hook == "backward")
+        await pilot.press("x")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("seed.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_seed_legacy_side_by_side_fc1(snap_compare, size):
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await _step_until(pilot, "n", lambda e: e.module == "fc1" and e.hook == "legacy_backward")
+        await pilot.press("x")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("seed.py", legacy=True), terminal_size=size, run_before=run_before)

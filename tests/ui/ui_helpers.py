@@ -16,9 +16,14 @@ SAMPLES = ROOT / "sample_models"
 TIMEOUT = 20.0
 
 
-def sample_app(name: str, **kwargs) -> HooktuiApp:
+def sample_app(name: str, *, legacy: bool | None = None, **kwargs) -> HooktuiApp:
+    """An app on a sample model. `legacy`: None records no legacy firings; True records
+    and shows them (`hooktui --legacy`); False records them hidden (plain `hooktui`)."""
     loaded = load_target(SAMPLES / name)
-    return HooktuiApp(session=session_for(loaded, pause=True), source_path=loaded.path, show_timings=False, **kwargs)
+    session = session_for(loaded, pause=True, legacy=legacy is not None)
+    if legacy is False:
+        session.gate.skip_hooks.add("legacy_backward")
+    return HooktuiApp(session=session, source_path=loaded.path, show_timings=False, **kwargs)
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], what: str = "condition", timeout: float = TIMEOUT) -> None:

@@ -48,6 +48,12 @@ def role(event: Event) -> str:
         return "node being executed for this module's grad_input"
     if event.hook == "param_grad":
         return "node that accumulates this parameter's .grad"
+    if event.hook == "legacy_backward":
+        return "node the legacy register_backward_hook is attached to (the module's last op)"
+    if event.hook == "node_pre":
+        return "autograd node of this call, about to run (step into)"
+    if event.hook == "node":
+        return "autograd node of this call, has just run (step into)"
     return f"autograd node of this {event.hook} firing"
 
 

@@ -1,11 +1,13 @@
-"""The lower panes (tensors, values, autograd, source) and their layout.
+"""The lower panes (tensors, explain, values, autograd, source) and their layout.
 
 Narrow terminals get one set of tabs; wide ones (WIDE and up) show the tensors across the
-whole width, with the values beside tabs for autograd and source below them. Switching
+whole width, with the values beside tabs for explain, autograd and source below them. Switching
 layout recomposes the panes from `event` and the chosen tensor, slice and tabs, which this
 container keeps."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -15,17 +17,19 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
-from ...engine.records import Event, TensorRecord
+from ...engine.records import Event, TensorRecord, TraceInfo
 from ..messages import TensorChosen
 from .autograd import AutogradPane
+from .explain import ExplainPane
 from .source_view import SourceView
 from .tensors import TensorsPane
 from .values import ValuesPane
 
-PANES = ("tensors", "values", "autograd", "source")
+PANES = ("tensors", "explain", "values", "autograd", "source")
+SIDE = ("explain", "autograd", "source")  # the tabs beside the values when wide
 # Terminal sizes from which the panes share the screen instead of being tabs.
 WIDE = (120, 32)
-TITLES = {"tensors": "Tensors", "values": "Values", "autograd": "Autograd", "source": "Source"}
+TITLES = {"tensors": "Tensors", "explain": "Explain", "values": "Values", "autograd": "Autograd", "source": "Source"}
 
 
 class LowerPanes(Widget):
@@ -33,20 +37,23 @@ class LowerPanes(Widget):
     LowerPanes { height: 1fr; }
     LowerPanes.-wide > TensorsPane { height: 2fr; min-height: 5; border-top: solid $primary-muted; border-title-color: $text-primary; }
     LowerPanes #wide-bottom { height: 3fr; }
-    LowerPanes #wide-bottom > ValuesPane { width: 1fr; border-top: solid $primary-muted; border-title-color: $text-primary; }
-    LowerPanes #side-tabs { width: 1fr; border-left: vkey $primary-muted; }
+    LowerPanes #wide-bottom > ValuesPane { width: 2fr; border-top: solid $primary-muted; border-title-color: $text-primary; }
+    LowerPanes #side-tabs { width: 3fr; border-left: vkey $primary-muted; }
     LowerPanes TabPane { padding: 0; }
     """
 
     wide: reactive[bool] = reactive(False, recompose=True)
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, events: Sequence[Event] = (), info: TraceInfo | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.events = events  # every firing known (the explain pane looks around the current one)
+        self.info = info
+        self.hidden: set[str] = set()  # hook kinds not shown (legacy_backward when off)
         self.event: Event | None = None
         self.tensor_position = 0
         self.slice_no = 0
         self.active = "tensors"  # the tab shown when narrow
-        self.side_active = "autograd"  # the tab beside the values when wide
+        self.side_active = "explain"  # the tab beside the values when wide
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -78,6 +85,7 @@ class LowerPanes(Widget):
         panes = {
             "tensors": TensorsPane(self.event, self.tensor_position, id="tensors"),
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
+            "explain": ExplainPane(self.event, self.events, self.info, self.hidden, id="explain"),
             "autograd": AutogradPane(self.event, id="autograd"),
             "source": SourceView(self.event, id="source"),
         }
@@ -87,9 +95,9 @@ class LowerPanes(Widget):
             yield panes["tensors"]
             with Horizontal(id="wide-bottom"):
                 yield panes["values"]
-                side = self.active if self.active in ("autograd", "source") else self.side_active
+                side = self.active if self.active in SIDE else self.side_active
                 with TabbedContent(id="side-tabs", initial=f"tab-{side}"):
-                    for name in ("autograd", "source"):
+                    for name in SIDE:
                         with TabPane(TITLES[name], id=f"tab-{name}"):
                             yield panes[name]
         else:
@@ -119,6 +127,12 @@ class LowerPanes(Widget):
             pane.show(event)
         for pane in self.query(SourceView):
             pane.show(event)
+        self.refresh_explain()
+
+    def refresh_explain(self) -> None:
+        """Explain the current firing again (new firings change what can be said)."""
+        for pane in self.query(ExplainPane):
+            pane.show(self.event, self.events, self.info, self.hidden)
 
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         name = (message.pane.id or "").removeprefix("tab-")
@@ -148,7 +162,7 @@ class LowerPanes(Widget):
             if tabs.query(f"#tab-{name}"):
                 tabs.active = f"tab-{name}"
         self.active = name
-        if name in ("autograd", "source"):
+        if name in SIDE:
             self.side_active = name
         return pane
 

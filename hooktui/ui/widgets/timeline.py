@@ -27,6 +27,22 @@ from ..history import History
 from ..messages import FiringChosen
 
 PHASE_SHORT = {"forward": "fwd", "backward": "bwd"}
+# Hook kinds as the hook column shows them (12 cells): autograd nodes of a stepped-into
+# call are indented under it.
+HOOK_LABEL = {"legacy_backward": "legacy_bwd", "node_pre": "↳ node_pre", "node": "↳ node"}
+
+
+def hook_label(hook: str) -> str:
+    return HOOK_LABEL.get(hook, hook)
+
+
+def node_cell(event: Event) -> str:
+    """The autograd node column; a param_grad firing names the parameter it wrote."""
+    node = (event.grad_fn or "-").removeprefix("torch::autograd::")
+    if event.hook == "param_grad":
+        params = ", ".join(t.target for t in event.tensors if t.target)
+        return f"{params} ← {node}" if params else node
+    return node
 
 
 def module_label(name: str) -> str:
@@ -63,6 +79,8 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--backward",
         "timeline--error",
         "timeline--dim",
+        "timeline--param",
+        "timeline--legacy",
     }
 
     DEFAULT_CSS = """
@@ -74,6 +92,8 @@ class Timeline(ScrollView, can_focus=True):
     Timeline > .timeline--backward { color: $text-warning; }
     Timeline > .timeline--error { color: $text-error; text-style: bold; }
     Timeline > .timeline--dim { color: $text-muted; }
+    Timeline > .timeline--param { color: $text-success; }
+    Timeline > .timeline--legacy { color: $text-secondary; text-style: italic; }
     """
 
     BINDINGS = [
@@ -85,12 +105,13 @@ class Timeline(ScrollView, can_focus=True):
         Binding("end", "edge(1)", "Last", show=False),
     ]
 
-    def __init__(self, history: History, module_width: int = 20, **kwargs) -> None:
+    def __init__(self, history: History, module_width: int = 20, hidden: set[str] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.history = history
         self.module_width = max(6, min(module_width, 28))
         self.filter_text = ""
-        self._rows: list[int] | None = None  # positions matching the filter; None = all
+        self.hidden: set[str] = set(hidden or ())  # hook kinds left out (legacy_backward when off)
+        self._rows: list[int] | None = [] if self.hidden else None  # positions matching the filter; None = all
         self._scanned = 0  # positions checked against the filter so far
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(512)
         self._shown = -1
@@ -122,13 +143,25 @@ class Timeline(ScrollView, can_focus=True):
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
-        self._rows = None if not self.filter_text else []
+        self._refilter()
+
+    def set_hidden(self, hooks: set[str]) -> None:
+        """Leave out the firings of these hook kinds."""
+        self.hidden = set(hooks)
+        self._refilter()
+
+    def _refilter(self) -> None:
+        self._rows = None if not self.filter_text and not self.hidden else []
         self._scanned = 0
         self._cache.clear()
         self.grow()
         self.show(self._shown, force=True)
 
     def _matches(self, event: Event) -> bool:
+        if event.hook in self.hidden:
+            return False
+        if not self.filter_text:
+            return True
         pattern = self.filter_text.lower()
         name = module_label(event.module).lower()
         if any(c in pattern for c in "*?["):
@@ -309,16 +342,23 @@ class Timeline(ScrollView, can_focus=True):
             kind = "error" if event.hook == "error" else "backward" if event.phase == "backward" else "forward"
             phase_style = self.get_component_rich_style(f"timeline--{kind}", partial=True)
             dim = self.get_component_rich_style("timeline--dim", partial=True)
+        hook_style = phase_style
+        if not selected and event.hook in ("param_grad", "legacy_backward"):
+            hook_style = self.get_component_rich_style(
+                "timeline--param" if event.hook == "param_grad" else "timeline--legacy", partial=True
+            )
+        elif not selected and event.hook in ("node_pre", "node"):
+            hook_style = dim
         index = f"▶{event.index}" if selected else str(event.index)
         return self._cells(
             {
                 "index": (index, dim),
                 "phase": (PHASE_SHORT.get(event.phase, event.phase[:3]), phase_style),
-                "hook": (event.hook, phase_style),
+                "hook": (hook_label(event.hook), hook_style),
                 "module": (module_label(event.module), None),
                 "call": (str(event.call), dim),
                 "shape": self._shape_cell(event, selected),
-                "node": ((event.grad_fn or "-").removeprefix("torch::autograd::"), dim),
+                "node": (node_cell(event), dim),
             },
             base,
         )

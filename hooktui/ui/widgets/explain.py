@@ -1,0 +1,152 @@
+"""The Explain pane: what the current firing means, in plain words (hooktui/explain.py).
+
+✓ lines are checks that hold, ✗ lines checks that fail, the rest are facts; `names` are
+emphasised. For a legacy_backward firing (or a backward firing whose call has a shown
+legacy one) a two-column table sets what the deprecated register_backward_hook receives
+beside what the full backward hook of the same module call receives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from ...engine.records import Event, TraceInfo
+from ...explain import Statement, explain
+from ...format import shape_text
+
+MARK = {True: ("✓ ", "bold green"), False: ("✗ ", "bold red"), None: ("• ", "dim")}
+
+
+def statement_text(statement: Statement) -> Text:
+    """One statement: its mark, then the text with `backticked` names in bold."""
+    mark, mark_style = MARK[statement.ok]
+    style = {True: "green", False: "red", None: ""}[statement.ok]
+    text = Text()
+    text.append(mark, mark_style)
+    for i, part in enumerate(statement.text.split("`")):
+        if part:
+            text.append(part, f"{style} bold" if i % 2 else style)
+    return text
+
+
+def call_partner(event: Event, events: Sequence[Event], hidden: set[str]) -> tuple[Event, Event] | None:
+    """(legacy, full) firings of the current firing's module call, when both are known and
+    the legacy one is shown; None otherwise."""
+    if event.hook not in ("legacy_backward", "backward") or "legacy_backward" in hidden:
+        return None
+    want = "backward" if event.hook == "legacy_backward" else "legacy_backward"
+    other = next((e for e in events if e.hook == want and e.module == event.module and e.call == event.call), None)
+    if other is None:
+        return None
+    return (event, other) if event.hook == "legacy_backward" else (other, event)
+
+
+def _entry(name: str, shape: str, what: str, style: str = "") -> Text:
+    text = Text()
+    text.append(name, "bold")
+    text.append(f"  {shape}", style or "cyan")
+    text.append(f"\n  {what}", "dim")
+    return text
+
+
+def side_by_side(legacy: Event, full: Event, events: Sequence[Event], info: TraceInfo | None = None) -> Table:
+    """What each hook of one module call receives, in two columns."""
+    who = legacy.module or "(root)"
+    table = Table(expand=True, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), title_justify="left", title_style="bold")
+    table.title = f"{who} call {legacy.call}: one backward, two hooks (register_backward_hook vs full)"
+    table.add_column(f"legacy hook #{legacy.index}", ratio=1, header_style="bold red")
+    table.add_column(f"full backward hook #{full.index}", ratio=1, header_style="bold green")
+    left: list[RenderableType] = [Text.assemble(("attached to ", "dim"), (legacy.grad_fn or "?", "bold"), (" (the module's last op)", "dim"))]
+    for tensor in legacy.tensors:
+        if not tensor.name.startswith("grad_input"):
+            continue
+        shape = "None" if tensor.is_missing else shape_text(tensor)
+        left.append(_entry(tensor.name, shape, f"= grad w.r.t. {tensor.target or '?'}", "yellow"))
+    for note in legacy.notes:
+        left.append(Text(("✗ " if "≠" in note.split(":")[0] else "") + note, "red" if "≠" in note.split(":")[0] else "italic"))
+    right: list[RenderableType] = [Text.assemble(("attached to ", "dim"), ("the module", "bold"), (" (its inputs and outputs)", "dim"))]
+    for tensor in full.tensors:
+        if tensor.is_missing:
+            right.append(_entry(tensor.name, "None", f"= {tensor.target or '?'}: {tensor.missing}", "yellow"))
+        else:
+            target = tensor.target or "?"
+            what = f"positional input {target[5:target.index(']')]}" if target.startswith("args[") else target
+            right.append(_entry(tensor.name, shape_text(tensor), f"= grad w.r.t. {what} ({target})"))
+    arrived = {t.target: e.index for e in events if e.hook == "param_grad" and e.module == full.module for t in e.tensors}
+    module = next((m for m in info.modules if m.name == full.module), None) if info else None
+    names = [f"{full.module}.{p}" if full.module else p for p in (module.params if module else {})] or list(arrived)
+    if names:
+        params = Text()
+        params.append("parameters: never in grad_input", "dim")
+        for name in names:
+            params.append(f"\n  {name}", "bold")
+            params.append(f" → param_grad #{arrived[name]}" if name in arrived else " → its own param_grad firing", "dim")
+        right.append(params)
+    table.add_row(Group(*left), Group(*right))
+    return table
+
+
+class ExplainPane(VerticalScroll):
+    DEFAULT_CSS = """
+    ExplainPane { height: 1fr; padding: 0 1; scrollbar-size: 1 1; }
+    ExplainPane > #explain-text { height: auto; }
+    """
+
+    def __init__(
+        self,
+        event: Event | None = None,
+        events: Sequence[Event] = (),
+        info: TraceInfo | None = None,
+        hidden: set[str] | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._composed = False
+        self._args: tuple = (event, events, info, set(hidden or ()))
+        self._key: tuple | None = None
+        self.statements: list[Statement] = []
+        self.renderable: RenderableType = ""  # what the pane shows now
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="explain-text")
+
+    def on_mount(self) -> None:
+        self._composed = True
+        self.show(*self._args)
+
+    def show(self, event: Event | None, events: Sequence[Event], info: TraceInfo | None, hidden: set[str]) -> None:
+        """Explain `event` among `events`. Cheap to call again: only redraws when the event,
+        the number of firings known, or the hidden kinds changed."""
+        self._args = (event, events, info, set(hidden))
+        if not self._composed:
+            return
+        key = (id(event), event.index if event else None, len(events), frozenset(hidden))
+        if key == self._key:
+            return
+        self._key = key
+        static = self.query_one("#explain-text", Static)
+        if event is None:
+            self.statements = []
+            self.renderable = ""
+            static.update("")
+            return
+        self.statements = explain(event, events, info)
+        parts: list[RenderableType] = []
+        pair = call_partner(event, events, hidden)
+        body = Text("\n").join(statement_text(s) for s in self.statements)
+        if pair is not None and event.hook == "legacy_backward":
+            parts += [side_by_side(*pair, events, info), Text(""), body]
+        elif pair is not None:
+            parts += [body, Text(""), side_by_side(*pair, events, info)]
+        else:
+            parts.append(body)
+        self.renderable = Group(*parts)
+        static.update(self.renderable)
