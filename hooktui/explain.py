@@ -51,31 +51,26 @@ def _forward(event: Event, events, who: str, info) -> list[Statement]:
 
 
 def _backward_pre(event: Event, events, who: str, info) -> list[Statement]:
-    out = [
-        Statement(
-            f"Full backward pre-hook of {who}: the gradient of the loss w.r.t. its outputs has just been "
-            f"computed, and its own backward has not run yet."
-        )
-    ]
-    forward = _forward_of(event, events)
-    for tensor in event.tensors:
-        out.append(_gradient(tensor, "output", forward, who))
-    return out + _notes(event)
+    header = (
+        f"Full backward pre-hook of {who}: the gradient of the loss w.r.t. its outputs has just been "
+        f"computed, and its own backward has not run yet."
+    )
+    return _gradient_firing(event, events, who, header, "output")
 
 
 def _backward(event: Event, events, who: str, info) -> list[Statement]:
-    out = [
-        Statement(
-            f"Full backward hook of {who}: the gradients w.r.t. its positional inputs are computed. "
-            f"grad_input has one entry per positional argument; parameters are not in it."
-        )
-    ]
+    header = (
+        f"Full backward hook of {who}: the gradients w.r.t. its positional inputs are computed. "
+        f"grad_input has one entry per positional argument; parameters are not in it."
+    )
+    return _gradient_firing(event, events, who, header, "input") + _param_grads(event, events, info)
+
+
+def _gradient_firing(event: Event, events, who: str, header: str, side: str) -> list[Statement]:
+    """The header, one statement per gradient (checked against the forward firing of the
+    same call), then the firing's notes."""
     forward = _forward_of(event, events)
-    for tensor in event.tensors:
-        out.append(_gradient(tensor, "input", forward, who))
-    out += _notes(event)
-    out += _param_grads(event, events, info)
-    return out
+    return [Statement(header)] + [_gradient(t, side, forward, who) for t in event.tensors] + _notes(event)
 
 
 def _legacy(event: Event, events, who: str, info) -> list[Statement]:
