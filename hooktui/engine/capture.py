@@ -140,6 +140,8 @@ class Tracer:
         self._armed: list[tuple[tuple[int, int], Callable[[], None]]] = []
         self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
+        # Module name -> index of its latest forward firing (param_grad firings link to it).
+        self._last_forward: dict[str, int] = {}
         self._next_index = 0
 
     # -- install / remove --------------------------------------------------------
@@ -216,6 +218,7 @@ class Tracer:
         call.forward_index = self._fire(
             call, "forward", [self._describe(n, t) for n, t in tensors], dict(tensors), node=first_node
         )
+        self._last_forward[call.name] = call.forward_index
         if torch.is_grad_enabled() and self._watch_outputs(call, outputs):
             self._watch_inputs(call, outputs)
             if self._legacy is not None:
@@ -394,6 +397,9 @@ class Tracer:
     @property
     def node_hooks(self) -> NodeHooks:
         return self._node_hooks
+
+    def last_forward_index(self, module_name: str) -> int | None:
+        return self._last_forward.get(module_name)
 
     def call_count(self, module_name: str) -> int:
         return self._counts.get(module_name, 0)

@@ -49,6 +49,7 @@ class ParamGradHooks:
             live={name: param.grad},
             node=get_gradient_edge(param).node,
             source=_definition(module),
+            forward_index=tracer.last_forward_index(owner),
             notes=notes,
         )
 

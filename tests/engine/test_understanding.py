@@ -137,6 +137,8 @@ def test_param_grad_firings_carry_what_param_grad_holds():
         assert event.module == owner and record.name == f"{short}.grad"
         assert event.phase == "backward"
         assert torch.allclose(values(record), expected[record.target], atol=1e-6)
+        forward = trace.events[event.forward_index]  # the module's (last) forward firing
+        assert (forward.hook, forward.module) == ("forward", owner)
     assert all(p.grad is None for p in model.parameters())  # and the model's .grad is left alone
 
 
