@@ -140,6 +140,8 @@ class Tracer:
         self._armed: list[tuple[tuple[int, int], Callable[[], None]]] = []
         self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
+        # (module, type, call, source) of the forward call an exception was raised in.
+        self.failed_call: tuple[str, str, int, SourceLocation | None] | None = None
         # Module name -> index of its latest forward firing (param_grad firings link to it).
         self._last_forward: dict[str, int] = {}
         self._next_index = 0
@@ -207,7 +209,10 @@ class Tracer:
             return None
         call = stack.pop()
         if sys.exc_info()[1] is not None:
-            # Called by always_call because forward raised: the error event says the rest.
+            # Called by always_call because forward raised. The exception reaches the
+            # innermost call first: that is the call it was raised in.
+            if self.failed_call is None:
+                self.failed_call = (call.name, call.type, call.index, call.source)
             return None
 
         outputs = list(named_tensors(output, "output"))

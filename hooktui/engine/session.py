@@ -150,7 +150,7 @@ class Session:
         except QuitRequested:
             final = "quit"
         except Exception as exc:  # the user's model failed: record it, never crash the host
-            self._record_error(exc, tracer.phase, tracer.next_index())
+            self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
             final = "failed"
         finally:
             self.current = None
@@ -184,23 +184,30 @@ class Session:
             if self.trace.state == "paused":
                 self._set_state("running")
 
-    def _record_error(self, exc: BaseException, phase: str, index: int) -> None:
+    def _record_error(self, exc: BaseException, phase: str, index: int, failed_call=None) -> None:
         error = ErrorRecord(
             type=type(exc).__name__,
             message=str(exc),
             traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
         )
         self.trace.error = error
-        # The module the error happened in: the innermost open call, if any.
+        # Where: the forward call the exception was raised in; in backward (or in the
+        # loss), the module of the last firing before it.
         last = self.trace.events[-1] if self.trace.events else None
+        if failed_call is not None:
+            module, module_type, call, source = failed_call
+        elif last is not None:
+            module, module_type, call, source = last.module, last.module_type, last.call, last.source
+        else:
+            module, module_type, call, source = "", "", 0, None
         event = Event(
             index=index,
             phase=phase,
             hook="error",
-            module=last.module if last else "",
-            module_type=last.module_type if last else "",
-            call=last.call if last else 0,
-            source=last.source if last else None,
+            module=module,
+            module_type=module_type,
+            call=call,
+            source=source,
             error=error,
             notes=[f"{error.type}: {error.message}"],
         )

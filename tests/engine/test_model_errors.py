@@ -220,3 +220,26 @@ def test_activation_checkpointing_traces_and_its_recompute_shows_in_backward():
     pre = next(e for e in trace.events if (e.hook, e.module, e.call) == ("backward_pre", "a", 0))
     assert torch.allclose(torch.tensor(pre.tensors[0].values).reshape(2, 4), seen["grad"])
     assert hooks_left(model) == []
+
+
+class RaisesAfterChild(nn.Module):
+    """The parent raises after its child returned: the last firing is the child's, but the
+    error happened in the parent."""
+
+    def __init__(self):
+        super().__init__()
+        self.child = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.child(x)
+        raise KeyError("parent failed after child")
+
+
+def test_error_names_the_call_it_was_raised_in_not_the_last_firing():
+    outer = nn.Sequential(RaisesAfterChild())
+    trace = hooktui.record(outer, torch.ones(2, 3))
+    assert trace.failed
+    before = trace.events[-2]
+    assert (before.hook, before.module) == ("forward", "0.child")
+    last = trace.events[-1]
+    assert (last.hook, last.module, last.module_type, last.call) == ("error", "0", "RaisesAfterChild", 0)
