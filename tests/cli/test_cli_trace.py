@@ -157,3 +157,18 @@ def test_package_module_attribute_with_input_shape(tmp_path):
         first = events[0]["tensors"][0]
         assert first["name"] == "args[0]" and first["shape"] == [5, 3]
         assert any(e["hook"] == "backward" for e in events)
+
+
+def test_no_model_means_the_stack_overflow_model():
+    from cli_run import hooktui as run_cli
+
+    result = run_cli("trace", "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(e["module"], e["module_type"]) for e in events if e["hook"] == "forward"] == [
+        ("fc1", "Linear"),
+        ("fc2", "Linear"),
+        ("", "Model"),
+    ]
+    first = events[0]["tensors"][0]
+    assert first["shape"] == [1, 1, 10] and first["stats"]["min"] == 0 and first["stats"]["max"] == 9  # arange(10)
