@@ -39,22 +39,20 @@ def node_label(node: NodeRecord | None) -> Text:
     return text
 
 
+_ROLES = {
+    "backward_pre": "node about to run: its grad_outputs are this module's grad_output",
+    "backward": "node being executed for this module's grad_input",
+    "param_grad": "node that accumulates this parameter's .grad",
+    "legacy_backward": "node the legacy register_backward_hook is attached to (the module's last op)",
+    "node_pre": "autograd node of this call, about to run (step into)",
+    "node": "autograd node of this call, has just run (step into)",
+}
+
+
 def role(event: Event) -> str:
     if event.phase == "forward":
         return "grad_fn of this call's output (created by the forward)"
-    if event.hook == "backward_pre":
-        return "node about to run: its grad_outputs are this module's grad_output"
-    if event.hook == "backward":
-        return "node being executed for this module's grad_input"
-    if event.hook == "param_grad":
-        return "node that accumulates this parameter's .grad"
-    if event.hook == "legacy_backward":
-        return "node the legacy register_backward_hook is attached to (the module's last op)"
-    if event.hook == "node_pre":
-        return "autograd node of this call, about to run (step into)"
-    if event.hook == "node":
-        return "autograd node of this call, has just run (step into)"
-    return f"autograd node of this {event.hook} firing"
+    return _ROLES.get(event.hook, f"autograd node of this {event.hook} firing")
 
 
 class AutogradPane(Vertical):
