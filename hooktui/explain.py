@@ -159,9 +159,10 @@ def _position(name: str) -> str:
 def _gradient(tensor: TensorRecord, side: str, forward: Event | None, who: str) -> Statement:
     target = tensor.target or "?"
     subject = f"positional input {target[5:target.index(']')]}" if target.startswith("args[") else target
+    label = f"`{tensor.name}`" + (" (an extra, not an argument of PyTorch's hook)" if tensor.extra else "")
     if tensor.is_missing:
-        return Statement(f"`{tensor.name}` is None: {tensor.missing}.")
-    text = f"`{tensor.name}`: gradient of the loss w.r.t. {subject} of {who}, shape {shape_text(tensor)}"
+        return Statement(f"{label} is None: {tensor.missing}.")
+    text = f"{label}: gradient of the loss w.r.t. {subject} of {who}, shape {shape_text(tensor)}"
     if tensor.note:
         text += f" — {tensor.note}"
     original = _tensor_named(forward, target) if forward is not None else None

@@ -3,51 +3,55 @@ captured without PyTorch's `register_full_backward_hook`.
 
 Why not the real full backward hooks: they route a module's inputs and outputs through
 `BackwardHookFunction`, whose outputs are views that raise on any in-place op
-(`nn.ReLU(inplace=True)`, `x += y`), so they break real models. Here nothing the model
-sees is replaced; per module call we hook existing autograd nodes instead:
+(`nn.ReLU(inplace=True)`, `x += y`), so they break real models. Here what the model sees
+is left alone (but see call_outputs.py for the few outputs that get a view of their own);
+per module call we hook existing autograd nodes instead, and the numbers are PyTorch's:
 
-- grad_output: the gradient each output gets from outside the call, as PyTorch's
-  wrapper sees it. When backward starts (`before_backward`), the graph is walked from
-  the loss to find, for each output's gradient edge (taken in the forward hook), the
-  nodes created after the call that consume it (an in-place op on the output is one of
-  them); a post-hook on each gives its share. Hooking the producing node instead would
-  also count consumers inside the module (an output it also feeds to a later layer)
-  and fire only after them. An output that is the loss itself gets its grad from the
-  loss node's pre-hook.
+- grad_output (call_outputs.py gives the slots): when a backward starts (`backward_pass`,
+  for every backward the model runs: backward_calls.py), the graph is walked from its
+  roots. An output's gradient is taken at the pre-hook of the node that produced it (what
+  arrives there is the sum over every use outside the call, after the tensor hooks a
+  caller put on it, exactly what PyTorch's wrapper hands backward_pre), unless something
+  inside the call also consumes it: then it is the sum of the post-hooks of the nodes
+  created after the call that consume it.
 - grad_input: the nodes created during the call (their sequence numbers fall between the
-  pre- and post-hook) that consume a positional input (an edge to the input's gradient
-  edge, taken before the call). A post-hook on each gives exactly this call's share of
-  that input's gradient; an in-place op on the input inside the module is just another
-  consumer node.
+  pre- and post-hook) that consume a positional input's gradient edge (taken before the
+  call), anywhere in the graph (also an aux loss that leaves the call by an attribute).
+  A post-hook on each gives this call's share of that input's gradient; an in-place op on
+  the input inside the module is just another consumer node. A tensor passed again as a
+  keyword argument is given a view first, so its share stays out (PyTorch's hook never
+  sees kwargs).
 
 When: PyTorch's hooks run inside the wrapper nodes, whose place in the autograd engine's
 queue is their sequence number: the output wrapper is created as the call ends, the input
 wrapper as it starts. A firing whose gradients are complete waits ("armed") until a node
 created before its wrapper would is about to run (a pre-hook on every node of the graph),
-or backward ends; the armed firings then go in the order the engine would run the
+or that backward ends; the armed firings then go in the order the engine would run the
 wrappers (newest first).
 
 Like PyTorch's full hooks: a call whose positional inputs need no grad fires its backward
 firing early, right after backward_pre, with no input grads; a call whose outputs need no
 grad fires no backward at all; a tensor input that does not require grad beside one that
-does gets zeros. Unlike them, dict/list/dataclass outputs are captured too.
+does gets zeros. Unlike them, dict/list/dataclass outputs are captured too (as extras).
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import sys
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
-
 from torch.autograd.graph import get_gradient_edge
 
-from . import nodes, stats
+from . import backward_calls, nodes, stats
+from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .naming import call_tensors, named_tensors
 from .node_hooks import GradWatch, NodeHooks
@@ -68,6 +72,16 @@ class LiveFiring:
     call: Any = None  # the engine's record of the module call (opaque to callers)
 
 
+@dataclass(frozen=True)
+class InputMeta:
+    """What the engine keeps of a positional tensor input (not the tensor itself)."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+
+
 @dataclass
 class _Call:
     """One call of one module, from its forward pre-hook to its last backward firing."""
@@ -78,31 +92,50 @@ class _Call:
     index: int
     source: SourceLocation | None
     n_args: int
-    # Positional tensor inputs: arg index -> tensor (what the caller passed).
-    inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    inputs: dict[int, InputMeta] = field(default_factory=dict)
     # Inputs that require grad: arg index -> their gradient edge (node, output_nr) before the call.
     input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
-    seq_start: int = 0
-    seq_end: int = 0
-    # Outputs that need grad: (output slot, gradient edge node, output_nr), taken in the forward hook.
-    output_edges: list[tuple[int, Any, int]] = field(default_factory=list)
-    forward_index: int | None = None
-    output_names: list[str] = field(default_factory=list)
-    output_node: Any = None
-    output_requires_grad: list[bool] = field(default_factory=list)
-    input_watch: GradWatch | None = None
-    has_input_grad: bool = False
-    # Inputs returned unchanged: arg index -> output slot.
-    passthrough: dict[int, int] = field(default_factory=dict)
     # The same tensor passed again: arg index -> index of its first occurrence.
     duplicates: dict[int, int] = field(default_factory=dict)
-    # Set once backward_pre has fired; grad_input waits for it (and reads passthrough grads from it).
-    grad_outputs: list | None = None
-    pending_inputs: tuple | None = None
+    seq_start: int = 0
+    seq_end: int = 0
+    slots: list[OutputSlot] = field(default_factory=list)
+    # Whether PyTorch's own full hooks would fire for this call (a tensor or tuple output).
+    pytorch_fires: bool = True
+    forward_index: int | None = None
+    output_node: Any = None
     # Where PyTorch's input / output wrapper node would sit in the engine's queue:
     # (sequence number when it would be created, creation order).
     in_key: tuple[int, int] = (0, 0)
     out_key: tuple[int, int] = (0, 0)
+
+    @property
+    def output_edges(self) -> list[tuple[int, Any, int]]:
+        return [(k, s.edge[0], s.edge[1]) for k, s in enumerate(self.slots) if s.edge is not None]
+
+
+@dataclass
+class _Pass:
+    """One call's backward firings in one backward pass."""
+
+    call: _Call
+    note: str | None
+    grad_outputs: list | None = None
+    pending_inputs: tuple | None = None
+    inputs_watched: bool = False
+    # Slots of an input returned unchanged that several later nodes consume.
+    merged_uses: list[str] = field(default_factory=list)
+    # Slot -> its gradient after the tensor hooks the module put on that output.
+    after_hooks: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Backward:
+    """One running backward (the main one, or one nested in it or in forward)."""
+
+    kind: str
+    # Armed firings: (-seq, -tick, n, fire), so the newest wrapper pops first.
+    armed: list = field(default_factory=list)
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -132,12 +165,15 @@ class Tracer:
         self._param_grads = ParamGradHooks(self) if param_grads else None
         self._node_steps = NodeSteps(self)
         self._handles: list = []
+        self._exit = ExitStack()
         self._node_hooks = NodeHooks()
         self._stacks: dict[int, list[_Call]] = defaultdict(list)
-        # Calls whose grad_output watch is placed when backward starts.
-        self._awaiting_backward: list[_Call] = []
-        # Firings whose gradients are complete, waiting for their turn: (key, fire).
-        self._armed: list[tuple[tuple[int, int], Callable[[], None]]] = []
+        # Calls whose outputs need grad: their backward firings are watched in every
+        # backward that reaches them.
+        self._calls: list[_Call] = []
+        self._backwards: list[_Backward] = []
+        # Sequence numbers of the nodes made by backward passes with create_graph=True.
+        self._double_backward: list[tuple[int, int]] = []
         self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
         # (module, type, call, source) of the forward call an exception was raised in.
@@ -148,13 +184,19 @@ class Tracer:
 
     # -- install / remove --------------------------------------------------------
     def install(self) -> None:
+        # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
+        # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
+        pre_hook = torch.compiler.disable(self._pre_hook)
+        post_hook = torch.compiler.disable(self._post_hook)
         for _, module in self.model.named_modules():
-            self._handles.append(module.register_forward_pre_hook(self._pre_hook, with_kwargs=True))
-            self._handles.append(module.register_forward_hook(self._post_hook, with_kwargs=True, always_call=True))
+            self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model)
+        self._exit.enter_context(backward_calls.noticed_by(self))
 
     def remove(self) -> None:
+        self._exit.close()
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -162,8 +204,8 @@ class Tracer:
             self._param_grads.remove()
         self._node_hooks.remove()
         self._stacks.clear()
-        self._awaiting_backward.clear()
-        self._armed.clear()
+        self._calls.clear()
+        self._backwards.clear()
 
     def next_index(self) -> int:
         index = self._next_index
@@ -180,28 +222,31 @@ class Tracer:
             index=self._counts[name],
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
-            inputs={i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            inputs={i: InputMeta(tuple(a.shape), a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
         )
         self._counts[name] += 1
         self._stacks[id(module)].append(call)
 
         tensors = call_tensors(args, kwargs)
-        self._fire(call, "forward_pre", [self._describe(n, t) for n, t in tensors], dict(tensors), node=None)
+        self.fire_call(call, "forward_pre", [self.describe(n, t) for n, t in tensors], dict(tensors), node=None)
 
-        if torch.is_grad_enabled():
-            call.seq_start = torch._C._autograd._get_sequence_nr()
-            call.in_key = (call.seq_start, next(self._tick))
-            for i, arg in call.inputs.items():
-                if arg.requires_grad:
-                    edge = get_gradient_edge(arg)
-                    first = next((j for j, e in call.input_edges.items() if e[0] is edge.node and e[1] == edge.output_nr), None)
-                    if first is not None:
-                        # Node hooks cannot tell the uses of one tensor apart: its whole
-                        # gradient through this call goes to the first occurrence.
-                        call.duplicates[i] = first
-                        continue
-                    call.input_edges[i] = (edge.node, edge.output_nr)
-        return None
+        if not torch.is_grad_enabled():
+            return None
+        for i, arg in enumerate(args):
+            if isinstance(arg, torch.Tensor) and arg.requires_grad:
+                edge = get_gradient_edge(arg)
+                first = next((j for j, e in call.input_edges.items() if e[0] is edge.node and e[1] == edge.output_nr), None)
+                if first is not None:
+                    # Node hooks cannot tell the uses of one tensor apart: its whole
+                    # gradient through this call goes to the first occurrence.
+                    call.duplicates[i] = first
+                    continue
+                call.input_edges[i] = (edge.node, edge.output_nr)
+        new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges)
+        # After the views above: they are not the call's own nodes.
+        call.seq_start = torch._C._autograd._get_sequence_nr()
+        call.in_key = (call.seq_start, next(self._tick))
+        return None if new_kwargs is None else (args, new_kwargs)
 
     def _post_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any):
         stack = self._stacks.get(id(module))
@@ -216,43 +261,56 @@ class Tracer:
             return None
 
         outputs = list(named_tensors(output, "output"))
-        call.output_names = [n for n, _ in outputs]
         first_node = next((t.grad_fn for _, t in outputs if t.grad_fn is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
-        call.forward_index = self._fire(
-            call, "forward", [self._describe(n, t) for n, t in tensors], dict(tensors), node=first_node
-        )
+        call.forward_index = self.fire_call(call, "forward", [self.describe(n, t) for n, t in tensors], dict(tensors), node=first_node)
         self._last_forward[call.name] = call.forward_index
-        if torch.is_grad_enabled() and self._watch_outputs(call, outputs):
-            self._watch_inputs(call, outputs)
+        if not torch.is_grad_enabled():
+            return None
+        returned, slots, call.pytorch_fires = output_slots(output, call.seq_start, call.input_edges)
+        if any(slot.edge is not None for slot in slots):
+            call.slots = slots
+            call.seq_end = torch._C._autograd._get_sequence_nr()
+            call.out_key = (call.seq_end, next(self._tick))
+            self._calls.append(call)
             if self._legacy is not None:
                 self._legacy.watch(call, outputs)
-        return None
+        return None if returned is output else returned
 
-    def _watch_outputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> bool:
-        """Note each output's gradient edge for before_backward(); False when no output
-        needs grad (then, like a full backward hook, the call has no backward firing)."""
-        with_grad = [(j, t) for j, (_, t) in enumerate(outputs) if t.requires_grad and t.grad_fn is not None]
-        if not with_grad:
-            return False
-        call.seq_end = torch._C._autograd._get_sequence_nr()
-        call.out_key = (call.seq_end, next(self._tick))
-        for j, tensor in with_grad:
-            edge = get_gradient_edge(tensor)
-            call.output_edges.append((j, edge.node, edge.output_nr))
-        call.output_requires_grad = [t.requires_grad for _, t in outputs]
-        self._awaiting_backward.append(call)
-        return True
+    # -- backward: where the watches go --------------------------------------------
+    @contextmanager
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False):
+        """Around one torch.autograd.backward / grad call (backward_calls.py)."""
+        note = None
+        if self.phase == "forward":
+            note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
+        elif self._backwards:
+            note = f"fired in a backward nested in the main one (torch.autograd.{kind}(), e.g. reentrant activation checkpointing)"
+        if self._param_grads is not None:
+            self._param_grads.install(self.model)  # lazy modules' parameters exist by now
+        current = _Backward(kind)
+        self._backwards.append(current)
+        start = torch._C._autograd._get_sequence_nr()
+        try:
+            self._place_watches(roots, note)
+            yield
+            self._release(None)
+        finally:
+            self._backwards.remove(current)
+            if create_graph:
+                self._double_backward.append((start, torch._C._autograd._get_sequence_nr()))
 
-    def before_backward(self, loss: torch.Tensor) -> None:
-        """Place the grad_output watches: for each output edge of each call, the nodes
-        created after the call (outside it) that consume it, found by walking the graph
-        from the loss. Outputs that nothing reachable consumes get no gradient."""
-        root = get_gradient_edge(loss)
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None) -> None:
+        edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
-        seen, frontier = {id(root.node)}, [root.node]
-        graph = [root.node]
+        graph = []
+        seen: set[int] = set()
+        for edge in edges:
+            if id(edge.node) not in seen:
+                seen.add(id(edge.node))
+                graph.append(edge.node)
+        frontier = list(graph)
         while frontier:
             node = frontier.pop()
             for position, (nxt, nr) in enumerate(node.next_functions):
@@ -263,110 +321,131 @@ class Tracer:
                     seen.add(id(nxt))
                     frontier.append(nxt)
                     graph.append(nxt)
-        for call in self._awaiting_backward:
-            watch = GradWatch(len(call.output_names), lambda grads, ns, c=call: self._on_grad_output(c, grads, ns), self._node_hooks)
-            for slot, node, nr in call.output_edges:
-                if node is root.node and nr == root.output_nr:
-                    watch.watch(node, slot, nr)  # the output is the loss: its grad is the seed
-                for consumer, position in consumers.get((id(node), nr), []):
-                    if _seq(consumer) >= call.seq_end:
-                        watch.watch(consumer, slot, position, grad_inputs=True, output_side=True)
-        self._awaiting_backward.clear()
+        for call in self._calls:
+            self._watch_call(_Pass(call, note), consumers, seen)
         for node in graph:
             self._node_hooks.handles.append(node.register_prehook(lambda _grads, n=node: self._release(_seq(n))))
 
-    def after_backward(self) -> None:
-        """Backward is over: fire what is still armed (the root's input wrapper runs last)."""
-        self._release(None)
+    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> None:
+        call = state.call
+        outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
+        for k, slot in enumerate(call.slots):
+            if slot.edge is None or id(slot.edge[0]) not in seen:
+                continue
+            node, nr = slot.edge
+            users = consumers.get((id(node), nr), [])
+            callers = [(c, p) for c, p in users if _seq(c) >= call.seq_end and not self._made_by_double_backward(c)]
+            if not slot.before_hooks and len(callers) == len(users):
+                outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
+                continue
+            # Also used inside the call, or by a double-backward node (create_graph) that
+            # reads the tensor saved inside an op, never the returned one: only the caller's uses.
+            if slot.passthrough is not None and len(callers) > 1:
+                state.merged_uses.append(slot.name)
+            for consumer, position in callers:
+                outputs.watch(consumer, k, position, grad_inputs=True, output_side=True)
+            if not users:
+                outputs.watch(node, k, nr)  # a root of this backward: its grad is the seed
+            if slot.inner_hooks:
+                # What arrives at the node after the module's own hooks on this output.
+                self._node_hooks.add(node, False, lambda grads, k=k, nr=nr, s=state: s.after_hooks.__setitem__(k, grads[nr]))
+        if not outputs.nodes:
+            return  # no output of this call reaches this backward
+        inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
+        for i, (node, nr) in call.input_edges.items():
+            for consumer, position in consumers.get((id(node), nr), []):
+                if _in_call(consumer, call):
+                    inputs.watch(consumer, i, position, grad_inputs=True)
+        state.inputs_watched = bool(inputs.nodes)
 
-    def _arm(self, key: tuple[int, int], fire: Callable[[], None]) -> None:
-        self._armed.append((key, fire))
+    def _made_by_double_backward(self, node) -> bool:
+        seq = _seq(node)
+        return any(start <= seq < end for start, end in self._double_backward)
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
         after it (key above `seq`) would have run first, newest first."""
-        while True:
-            ready = [entry for entry in self._armed if seq is None or entry[0][0] > seq]
-            if not ready:
-                return
-            entry = max(ready, key=lambda e: e[0])
-            self._armed.remove(entry)
-            entry[1]()
+        if not self._backwards:
+            return
+        armed = self._backwards[-1].armed
+        while armed and (seq is None or -armed[0][0] > seq):
+            heapq.heappop(armed)[3]()
 
-    def _watch_inputs(self, call: _Call, outputs: list[tuple[str, torch.Tensor]]) -> None:
-        """Watch grad_input through the nodes of this call that consume each input."""
-        if not call.input_edges:
-            return  # fires early, from _on_grad_output
-        seq_end = torch._C._autograd._get_sequence_nr()
-        consumers = _consumers(call.input_edges, [t.grad_fn for _, t in outputs if t.grad_fn is not None], call.seq_start, seq_end)
-        watch = GradWatch(call.n_args, lambda grads, ns, c=call: self._on_grad_input(c, grads, ns), self._node_hooks)
-        for node, position, slot in consumers:
-            watch.watch(node, slot, position, grad_inputs=True)
-        # An input returned unchanged (nn.Identity) has no consumer inside the call: its
-        # gradient is the matching grad_output.
-        passthrough = {i for i in call.input_edges if not any(slot == i for _, _, slot in consumers)}
-        for i in passthrough:
-            edge = call.input_edges[i]
-            for j, (_, tensor) in enumerate(outputs):
-                if tensor.grad_fn is edge[0] and tensor.output_nr == edge[1]:
-                    call.passthrough[i] = j
-        call.input_watch = watch if consumers else None
-        call.has_input_grad = True
+    def _arm(self, key: tuple[int, int], fire: Callable[[], None]) -> None:
+        if not self._backwards:
+            fire()
+            return
+        heapq.heappush(self._backwards[-1].armed, (-key[0], -key[1], next(self._tick), fire))
 
-    # -- backward ----------------------------------------------------------------
-    def _on_grad_output(self, call: _Call, grads: list, watched_nodes: list) -> None:
+    # -- backward: firings ------------------------------------------------------------
+    def _on_grad_output(self, state: _Pass, grads: list) -> None:
         grads = list(grads)
-        self._arm(call.out_key, lambda: self._fire_grad_output(call, grads))
+        self._arm(state.call.out_key, lambda: self._fire_grad_output(state, grads))
 
-    def _fire_grad_output(self, call: _Call, grads: list) -> None:
+    def _fire_grad_output(self, state: _Pass, grads: list) -> None:
+        call = state.call
         tensors, live = [], {}
-        flags = call.output_requires_grad
-        for j, (out_name, grad) in enumerate(zip(call.output_names, grads)):
-            name = f"grad_output[{j}]"
-            if grad is not None:
-                tensors.append(self._describe(name, grad, target=out_name))
-            elif j < len(flags) and not flags[j]:
-                tensors.append(stats.missing(name, "this output does not require grad", target=out_name))
+        for k, (slot, grad) in enumerate(zip(call.slots, grads)):
+            extra = {"target": slot.target, "extra": slot.extra}
+            if slot.missing is not None:
+                record, grad = stats.missing(slot.name, slot.missing, **extra), None
+            elif grad is None:
+                record = stats.missing(slot.name, "no gradient reached this output (the loss does not depend on it)", **extra)
             else:
-                tensors.append(stats.missing(name, "no gradient reached this output (the loss does not depend on it)", target=out_name))
-            live[name] = grad
-        self._fire(call, "backward_pre", tensors, live, node=call.output_node)
-        call.grad_outputs = list(grads)
-        if call.input_watch is None:
-            if call.has_input_grad and not call.passthrough:
-                # Inputs need grad but nothing in this call reaches them: PyTorch's full
-                # backward hook never fires then (its input node never runs).
-                return
-            if not call.has_input_grad:
-                # No input needs grad: PyTorch fires early, from the output wrapper.
-                self._fire_grad_input(call, [None] * call.n_args, [], early=True)
-            else:
-                # Every input passed straight through to an output.
-                self._on_grad_input(call, [None] * call.n_args, [])
-        elif call.pending_inputs is not None:
-            pending, call.pending_inputs = call.pending_inputs, None
-            self._on_grad_input(call, *pending)
+                record = self.describe(slot.name, grad, note=slot.note, **extra)
+            tensors.append(record)
+            live[slot.name] = grad
+            after = state.after_hooks.get(k)
+            if grad is not None and after is not None and not torch.equal(after, grad):
+                name = f"{slot.name} after the module's hooks"
+                tensors.append(
+                    self.describe(
+                        name, after, target=slot.target, extra=True,
+                        note="what the module's own backward consumes: a tensor hook it put on this output inside "
+                        "forward changed the gradient after backward_pre (where PyTorch's hook sees the value before)",
+                    )
+                )
+                live[name] = after
+        self.fire_call(call, "backward_pre", tensors, live, node=call.output_node, notes=self._notes(state))
+        state.grad_outputs = list(grads)
+        if _is_compiled_wrapper(call.module):
+            return  # PyTorch never fires the full backward hook of torch.compile's wrapper
+        if not call.input_edges:
+            # No input needs grad: PyTorch fires early, from the output wrapper.
+            self._fire_grad_input(state, [None] * call.n_args, [], early=True)
+        elif state.pending_inputs is not None:
+            pending, state.pending_inputs = state.pending_inputs, None
+            self._on_grad_input(state, *pending)
+        elif not state.inputs_watched and any(s.passthrough is not None for s in call.slots):
+            self._on_grad_input(state, [None] * call.n_args, [])  # inputs returned unchanged only
+        # Inputs need grad but nothing in this call reaches them: PyTorch's full backward
+        # hook never fires then (its input node never runs).
 
-    def _on_grad_input(self, call: _Call, grads: list, watched_nodes: list) -> None:
-        if call.grad_outputs is None:
-            # The inputs' nodes ran before the last output node: fire after backward_pre.
-            call.pending_inputs = (list(grads), list(watched_nodes))
+    def _on_grad_input(self, state: _Pass, grads: list, watched_nodes: list) -> None:
+        if _is_compiled_wrapper(state.call.module):
+            return
+        if state.grad_outputs is None:
+            # The inputs' nodes ran before backward_pre fired: fire after it.
+            state.pending_inputs = (list(grads), list(watched_nodes))
             return
         grads, watched_nodes = list(grads), list(watched_nodes)
-        self._arm(call.in_key, lambda: self._fire_grad_input(call, grads, watched_nodes))
+        self._arm(state.call.in_key, lambda: self._fire_grad_input(state, grads, watched_nodes))
 
-    def _fire_grad_input(self, call: _Call, grads: list, watched_nodes: list, early: bool = False) -> None:
-        grads = list(grads)
-        for i, j in call.passthrough.items():
-            if i < len(grads) and grads[i] is None:
-                grads[i] = call.grad_outputs[j]
+    def _fire_grad_input(self, state: _Pass, grads: list, watched_nodes: list, early: bool = False) -> None:
+        call = state.call
+        grads = list(grads) + [None] * (call.n_args - len(grads))
+        for slot, grad in zip(call.slots, state.grad_outputs or []):
+            # An input returned unchanged: the gradient of that output is its share too.
+            if slot.passthrough is not None and grad is not None:
+                i = slot.passthrough
+                grads[i] = grad if grads[i] is None else grads[i] + grad
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
         for i in range(call.n_args):
             name, target = f"grad_input[{i}]", f"args[{i}]"
-            original = call.inputs.get(i)
+            meta = call.inputs.get(i)
             grad = grads[i] if i < len(grads) else None
-            if original is None:
+            if meta is None:
                 tensors.append(stats.missing(name, "not a tensor argument", target=target))
             elif i in call.duplicates:
                 first = call.duplicates[i]
@@ -380,23 +459,41 @@ class Tracer:
                 )
                 grad = None
             elif grad is not None:
-                tensors.append(self._describe(name, grad, target=target))
+                tensors.append(self.describe(name, grad, target=target))
             elif any_grad:
                 # PyTorch's full backward hook passes zeros here (of the input's dtype), not None.
-                why = "this input does not require grad" if not original.requires_grad else "no gradient flowed to this input through this call"
-                grad = torch.zeros((), dtype=original.dtype, device=original.device).expand(original.shape)
-                tensors.append(self._describe(name, grad, target=target, note=f"zeros: {why} (PyTorch's full backward hook passes zeros)"))
+                why = "this input does not require grad" if not meta.requires_grad else "no gradient flowed to this input through this call"
+                grad = torch.zeros((), dtype=meta.dtype, device=meta.device).expand(meta.shape)
+                tensors.append(self.describe(name, grad, target=target, note=f"zeros: {why} (PyTorch's full backward hook passes zeros)"))
             else:
                 tensors.append(stats.missing(name, "this input does not require grad", target=target))
             live[name] = grad
-        notes = []
+        notes = self._notes(state)
         if early:
             notes.append(
                 "fired early, right after backward_pre and before the backward of this module's children: "
                 "none of its positional inputs requires grad (PyTorch's full backward hook does the same)"
             )
         node = watched_nodes[0] if watched_nodes else call.output_node
-        self._fire(call, "backward", tensors, live, node=node, notes=notes)
+        self.fire_call(call, "backward", tensors, live, node=node, notes=notes)
+
+    @staticmethod
+    def _notes(state: _Pass) -> list[str]:
+        notes = [] if state.note is None else [state.note]
+        if _is_compiled_wrapper(state.call.module):
+            notes.append(
+                "torch.compile's wrapper (OptimizedModule): PyTorch fires its backward pre-hook but never its "
+                "full backward hook, so this call has no backward firing; see _orig_mod's"
+            )
+        for name in state.merged_uses:
+            notes.append(
+                f"{name} is an input returned unchanged, used more than once after this call: it sums every later use "
+                "of that tensor, also those that did not come through this call's return value (PyTorch's hook counts "
+                "only those that did; the caller holds one tensor, so hooktui cannot tell them apart)"
+            )
+        if not state.call.pytorch_fires:
+            notes.append("PyTorch's own full backward hooks do not fire for this call: no tensor or tuple of tensors needing grad is returned")
+        return notes
 
     # -- for the finer firing kinds (param_grads.py, legacy.py, node_steps.py) -------------
     @property
@@ -456,36 +553,28 @@ class Tracer:
         self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state))
         return event.index
 
-    # -- events ------------------------------------------------------------------
-    def _describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
-        return self.describe(name, tensor, **extra)
-
-    def _fire(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
-        return self.fire_call(call, hook, tensors, live, node, notes)
 
 
-def _consumers(input_edges: dict[int, tuple[Any, int]], output_nodes: list, seq_start: int, seq_end: int):
-    """(node, input position, arg index) for each node created in [seq_start, seq_end)
-    whose next_functions reach an input's gradient edge. Walks back from the outputs
-    through the call's own nodes only."""
-    wanted = {(id(node), nr): i for i, (node, nr) in input_edges.items()}
-    found, seen = [], set()
-    frontier = [n for n in output_nodes if _in_range(n, seq_start, seq_end)]
-    while frontier:
-        node = frontier.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for position, (nxt, nr) in enumerate(node.next_functions):
-            if nxt is None:
-                continue
-            slot = wanted.get((id(nxt), nr))
-            if slot is not None:
-                found.append((node, position, slot))
-            elif _in_range(nxt, seq_start, seq_end):
-                frontier.append(nxt)
-    return found
+def _kwargs_apart_from_args(kwargs: dict, input_edges: dict[int, tuple[Any, int]]) -> dict | None:
+    """kwargs with a view in place of each tensor that is also a positional input needing
+    grad (`inner(h, y=h)`), so its uses get a node of their own; None when none is."""
+    wanted = {(id(node), nr) for node, nr in input_edges.values()}
+    changed = None
+    for key, value in kwargs.items():
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            edge = get_gradient_edge(value)
+            if (id(edge.node), edge.output_nr) in wanted:
+                changed = dict(kwargs) if changed is None else changed
+                changed[key] = value.view_as(value)
+    return changed
 
 
-_in_range = nodes.in_seq_range
+def _is_compiled_wrapper(module: nn.Module) -> bool:
+    return type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod")
+
+
+def _in_call(node, call: _Call) -> bool:
+    return call.seq_start <= _seq(node) < call.seq_end
+
+
 _seq = nodes.seq_of

@@ -24,7 +24,7 @@ class LegacyHooks:
             return
         node = first.grad_fn
         labels = label_next_functions(node, self.tracer.param_names, _input_edge_names(call))
-        input_shapes = [list(t.shape) for _, t in sorted(call.inputs.items())]
+        input_shapes = [list(meta.shape) for _, meta in sorted(call.inputs.items())]
         self.tracer.node_hooks.add(node, True, lambda gi, go: self._fire(call, node, labels, input_shapes, gi, go))
 
     def _fire(self, call, node, labels: list[str], input_shapes: list[list[int]], grad_inputs, grad_outputs) -> None:

@@ -26,6 +26,7 @@ class GradWatch:
         self._hooks = hooks
         self._expected: int | None = None
         self._seen = 0
+        self._finished = False
         self._lock = threading.Lock()
         # (node, watching grad_inputs?) -> [(slot, position)]
         self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
@@ -47,8 +48,8 @@ class GradWatch:
     def _arrive(self, key, grads) -> None:
         with self._lock:
             entries = self._by_node.get(key)
-            if not entries:
-                return
+            if not entries or self._finished:
+                return  # a later backward over the same nodes has watches of its own
             if self._expected is None:
                 # The running node counts itself: PyTorch says False for the node the
                 # backward starts from (the loss's grad_fn), which does run.
@@ -61,7 +62,7 @@ class GradWatch:
                     grad = self.grads[slot] + grad  # several consumers of one input
                 self.grads[slot] = grad
             self._seen += 1
-            finished = self._seen == self._expected
+            finished = self._finished = self._seen == self._expected
         if finished:
             self._done(self.grads, self.nodes)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
 from .records import SourceLocation
@@ -18,10 +19,14 @@ class ParamGradHooks:
     def __init__(self, tracer) -> None:
         self.tracer = tracer
         self._handles: list = []
+        self._hooked: set[int] = set()
 
     def install(self, model: nn.Module) -> None:
+        """Hook every parameter not hooked yet. A lazy module's parameters take hooks only
+        once its first forward has materialised them: call again when backward starts."""
         for qualified, param in model.named_parameters():
-            if param.requires_grad:
+            if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
+                self._hooked.add(id(param))
                 owner, _, short = qualified.rpartition(".")
                 self._handles.append(
                     param.register_post_accumulate_grad_hook(lambda p, o=owner, s=short, q=qualified: self._fire(p, o, s, q))
@@ -31,6 +36,7 @@ class ParamGradHooks:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self._hooked.clear()
 
     def _fire(self, param: torch.Tensor, owner: str, short: str, qualified: str) -> None:
         tracer = self.tracer

@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .naming import call_tensors
 
@@ -17,7 +18,9 @@ def preserved_model_state(model: nn.Module, args: tuple, kwargs: dict):
     running stats move in a training-mode forward)."""
     leaves = list(model.parameters()) + [t for _, t in call_tensors(args, kwargs) if t.is_leaf and t.requires_grad]
     grads = [(leaf, leaf.grad) for leaf in leaves]
-    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    # A lazy module's uninitialised buffers are materialised by the first forward, as in
+    # a plain run: there is nothing to put back.
+    buffers = [(b, b.detach().clone()) for b in model.buffers() if not is_lazy(b)]
     for leaf in leaves:
         leaf.grad = None
     try:

@@ -65,6 +65,9 @@ class TensorRecord:
     values_shape: list[int] | None = None
     missing: str | None = None
     note: str | None = None
+    # Shown beyond PyTorch's own hook arguments (e.g. the gradient of a tensor nested in an
+    # output tuple, where PyTorch's grad_output slot is None): never under a PyTorch slot name.
+    extra: bool = False
 
     @property
     def is_missing(self) -> bool:

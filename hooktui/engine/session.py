@@ -6,6 +6,7 @@ come from any other thread. `record()` is the same run without pauses.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import traceback
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from . import stats
 from .capture import LiveFiring, Tracer
@@ -45,10 +47,20 @@ class Trace:
 
 
 def describe_modules(model: nn.Module) -> list[ModuleInfo]:
+    """Modules and their parameters' shapes; a lazy module's parameters have none until its
+    first forward (`has_lazy_params` then says to describe again)."""
     return [
-        ModuleInfo(name=name, type=type(m).__name__, params={p: list(t.shape) for p, t in m.named_parameters(recurse=False)})
+        ModuleInfo(
+            name=name,
+            type=type(m).__name__,
+            params={p: list(t.shape) for p, t in m.named_parameters(recurse=False) if not is_lazy(t)},
+        )
         for name, m in model.named_modules()
     ]
+
+
+def has_lazy_params(model: nn.Module) -> bool:
+    return any(is_lazy(t) for t in itertools.chain(model.parameters(), model.buffers()))
 
 
 class Session:
@@ -128,6 +140,7 @@ class Session:
     # -- the run (worker thread) -------------------------------------------------
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
+        lazy = has_lazy_params(self.model)
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
         self._set_state("running")
         final = "finished"
@@ -137,14 +150,14 @@ class Session:
                 try:
                     output = self._run_model_forward()
                     self.trace.output = output
+                    if lazy:  # the first forward has given them their shapes
+                        self.trace.info.modules = describe_modules(self.model)
                     tracer.phase = "backward"
                     self.trace.error_in_loss = True
                     loss = self._loss(output)
                     self.trace.error_in_loss = False
                     self.trace.loss = loss.detach()
-                    tracer.before_backward(loss)
-                    loss.backward()
-                    tracer.after_backward()
+                    loss.backward()  # the tracer notices it starting (backward_calls.py)
                 finally:
                     tracer.remove()
         except QuitRequested:

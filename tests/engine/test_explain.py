@@ -107,8 +107,12 @@ def test_dict_output_names_each_output():
     x = torch.randn(2, 3)
     trace = _trace(Heads, x)
     pre = _texts(_event(trace, "backward_pre", ""), trace)
-    targets = [s.text for s in pre if s.text.startswith("`grad_output")]
+    # PyTorch's hooks never fire for a dict output: both gradients are extras, never
+    # shown under a PyTorch slot name.
+    assert not [s for s in pre if s.text.startswith("`grad_output")]
+    targets = [s.text for s in pre if s.text.startswith("`grad of output")]
     assert "output['logits']" in targets[0] and "output['hidden']" in targets[1]
+    assert all("an extra, not an argument of PyTorch's hook" in t for t in targets)
     forward = [s.text for s in _texts(_event(trace, "forward", ""), trace) if s.text.startswith("`output")]
     assert [t.split("`")[1] for t in forward] == ["output['logits']", "output['hidden']"]
 

@@ -87,13 +87,18 @@ def test_grad_output_names_point_at_their_outputs_and_values_are_right():
     trace = record_all(build(), inputs(), loss_fn)
     ev = trace.events
     heads = find(ev, "backward_pre", "heads")
-    assert names(heads) == ["grad_output[0]", "grad_output[1]", "grad_output[2]"]
-    assert [t.target for t in heads.tensors] == ["output[0]", "output[1]['logits']", "output[1]['extra'][0]"]
+    # PyTorch's slots: one per element of the output tuple, None for the nested dict;
+    # the dict's tensors follow as extras.
+    assert names(heads) == ["grad_output[0]", "grad_output[1]", "grad of output[1]['logits']", "grad of output[1]['extra'][0]"]
+    assert [t.extra for t in heads.tensors] == [False, False, True, True]
+    assert [t.target for t in heads.tensors] == ["output[0]", "output[1]", "output[1]['logits']", "output[1]['extra'][0]"]
     assert heads.tensors[0].values == [1.0] * 6  # d loss / d mean
-    assert heads.tensors[1].values == [3.0] * 18  # d loss / d logits
-    assert heads.tensors[2].shape is None and heads.tensors[2].missing  # h * 2 is not used by the loss
+    assert heads.tensors[1].shape is None and "nested dict" in heads.tensors[1].missing
+    assert heads.tensors[2].values == [3.0] * 18  # d loss / d logits
+    assert heads.tensors[3].shape is None and heads.tensors[3].missing  # h * 2 is not used by the loss
     root = find(ev, "backward_pre", "")
     assert [t.target for t in root.tensors] == ["output.hidden", "output.pooled"]
+    assert all(t.extra for t in root.tensors)  # a dataclass output: PyTorch's hooks never fire
     # kwargs never get a grad_input (PyTorch's full hooks do not see them either); the
     # root's positional args are empty.
     assert find(ev, "backward", "").tensors == []

@@ -53,20 +53,18 @@ def test_sample_matches_plain_full_hooks(name):
 
 
 def test_transformer_matches_plain_full_hooks_below_the_root():
-    """Three known differences, checked below instead:
+    """Two known differences, checked below instead:
     - the root returns a dict: PyTorch's full backward hook never fires for it (and
-      warns); hooktui does;
-    - nn.MultiheadAttention returns (output, None): PyTorch's grad_output has an entry
-      per tuple element (None for the None); hooktui lists tensors only;
-    - it is called as attn(h, h, h): PyTorch's wrapper hands it three distinct views,
-      hooktui sees one tensor three times."""
+      warns); hooktui does, with extras only;
+    - attention is called as attn(h, h, h): PyTorch's wrapper hands it three distinct
+      views, hooktui sees one tensor three times (grad_input only)."""
     sample = load("transformer")
     events = assert_same_as_pytorch(
         sample.build_model,
         sample.example_inputs,
         sample.loss_fn,
         engine_only=lambda e: e.phase == "backward" and e.module == "",
-        ignore=lambda hook, module: hook.startswith("backward") and module == "block.attn",
+        ignore=lambda hook, module: hook == "backward" and module == "block.attn",
     )
     assert events
     args, kwargs = split_inputs(sample.example_inputs())
@@ -77,12 +75,14 @@ def test_transformer_matches_plain_full_hooks_below_the_root():
     trace = hooktui.record(sample.build_model(), sample.example_inputs(), sample.loss_fn)
     root = [e for e in trace.events if e.module == "" and e.phase == "backward" and e.hook in MODULE_HOOKS]
     assert [e.hook for e in root] == ["backward_pre", "backward"]
-    assert [t.name for t in root[0].tensors] == ["grad_output[0]", "grad_output[1]"]
+    assert [t.name for t in root[0].tensors] == ["grad of output['logits']", "grad of output['hidden']"]
+    assert all(t.extra for t in root[0].tensors)  # a dict output: PyTorch's hooks never fire
     assert [t.target for t in root[0].tensors] == ["output['logits']", "output['hidden']"]
     # The loss uses only the logits: nothing reaches output['hidden'] from outside.
     assert root[0].tensors[1].shape is None
     attn_pre = next(e for e in trace.events if e.module == "block.attn" and e.hook == "backward_pre")
-    assert len(attn_pre.tensors) == 1
+    # MultiheadAttention returns (out, None): two slots, as PyTorch's hook gets.
+    assert len(attn_pre.tensors) == 2 and attn_pre.tensors[1].shape is None
     assert_record_matches(attn_pre.tensors[0], plain_pre.tensors[0])
     attn = next(e for e in trace.events if e.module == "block.attn" and e.hook == "backward")
     total = plain_bwd.tensors[0] + plain_bwd.tensors[1] + plain_bwd.tensors[2]

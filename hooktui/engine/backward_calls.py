@@ -1,0 +1,75 @@
+"""Notice every backward pass the traced model runs, not only the one hooktui starts.
+
+PyTorch's full backward hooks fire in any backward that reaches a module call: the nested
+`torch.autograd.backward` that reentrant activation checkpointing runs inside the main
+backward (after recomputing the forward), and `torch.autograd.grad` called inside a forward
+(gradient penalties, physics-informed models). hooktui places its gradient watches when a
+backward starts, so while a tracer is active `torch.autograd.backward` and
+`torch.autograd.grad` are wrapped to tell it when one starts and ends. The wrappers pass
+every argument through unchanged and are removed when the run ends.
+
+Code that bound the function before the run (`from torch.autograd import grad` at import
+time) calls the original: its backward passes fire no gradient firings (README).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.autograd
+
+_lock = threading.Lock()
+_active: list[Any] = []  # tracers, innermost last
+_originals: dict[str, Callable] = {}
+
+
+@contextmanager
+def noticed_by(tracer):
+    """While active, every torch.autograd.backward / grad call runs inside
+    `tracer.backward_pass(roots, kind)`."""
+    with _lock:
+        if not _active:
+            _originals["backward"] = torch.autograd.backward
+            _originals["grad"] = torch.autograd.grad
+            torch.autograd.backward = _wrap("backward", _originals["backward"])
+            torch.autograd.grad = _wrap("grad", _originals["grad"])
+        _active.append(tracer)
+    try:
+        yield
+    finally:
+        with _lock:
+            _active.remove(tracer)
+            if not _active:
+                torch.autograd.backward = _originals.pop("backward")
+                torch.autograd.grad = _originals.pop("grad")
+
+
+def _wrap(kind: str, original: Callable) -> Callable:
+    def wrapper(*args, **kwargs):
+        tracer = _active[-1] if _active else None
+        if tracer is None:
+            return original(*args, **kwargs)
+        roots = kwargs.get("tensors" if kind == "backward" else "outputs", args[0] if args else None)
+        # create_graph's place: backward(tensors, grad_tensors, retain_graph, create_graph),
+        # grad(outputs, inputs, grad_outputs, retain_graph, create_graph).
+        position = 3 if kind == "backward" else 4
+        create_graph = kwargs.get("create_graph", args[position] if len(args) > position else False)
+        with tracer.backward_pass(_tensors(roots), kind, bool(create_graph)):
+            return original(*args, **kwargs)
+
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__name__ = original.__name__
+    wrapper.__doc__ = original.__doc__
+    return wrapper
+
+
+def _tensors(roots: Any) -> list[torch.Tensor]:
+    if isinstance(roots, torch.Tensor):
+        return [roots]
+    if isinstance(roots, Sequence):
+        return [t for t in roots if isinstance(t, torch.Tensor)]
+    return []

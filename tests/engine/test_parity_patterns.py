@@ -1,0 +1,507 @@
+"""Patterns of real models where a node-hook debugger easily drifts from PyTorch's own full
+backward hooks. Each is compared, firing by firing and value by value, with plain
+`register_full_backward_pre_hook` / `register_full_backward_hook` on a second identical
+copy (plain_hooks.py); where the point is a number, the number is also computed here by
+hand from the model's arithmetic.
+"""
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+import hooktui
+from plain_hooks import assert_same_as_pytorch, hooks_left, plain_firings, record_all
+
+
+def seeded(cls, *a):
+    def build():
+        torch.manual_seed(0)
+        return cls(*a)
+
+    return build
+
+
+def randn(*shape, requires_grad=False, seed=1):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(*shape, generator=g).requires_grad_(requires_grad)
+
+    return make
+
+
+def firing(events, hook, module, call=0):
+    return next(e for e in events if e.hook == hook and e.module == module and e.call == call)
+
+
+def values(record):
+    return torch.tensor(record.values).reshape(record.shape)
+
+
+# 1. Reentrant activation checkpointing -------------------------------------------------
+class Checkpointed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Linear(4, 4)
+        self.blk = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+        self.post = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.post(checkpoint(self.blk, self.pre(x), use_reentrant=True))
+
+
+class NonReentrant(Checkpointed):
+    def forward(self, x):
+        return self.post(checkpoint(self.blk, self.pre(x), use_reentrant=False))
+
+
+def test_non_reentrant_checkpoint_matches_too():
+    events = assert_same_as_pytorch(seeded(NonReentrant), randn(3, 4))
+    assert [e.call for e in events if e.module == "blk" and e.hook == "backward"] == [0]
+
+
+def test_reentrant_checkpoint_fires_the_recomputed_calls_backward():
+    events = assert_same_as_pytorch(seeded(Checkpointed), randn(3, 4))
+    # The checkpointed forward runs without grad (call 0) and again in backward (call 1):
+    # the recomputed call is the one with backward firings, inside a nested backward.
+    assert [e.call for e in events if e.module == "blk" and e.hook == "forward"] == [0, 1]
+    blk = firing(events, "backward", "blk", call=1)
+    assert any("nested" in note for note in blk.notes)
+
+
+# 2. A module that returns its input and also uses it ------------------------------------
+class Tap(nn.Module):
+    def forward(self, x):
+        return x, (2 * x).sum()
+
+
+class TapParent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.tap = Tap()
+
+    def forward(self, x):
+        h, aux = self.tap(self.fc(x))
+        return (h * 3).sum() + aux
+
+
+def test_input_returned_and_used_inside_gets_both_shares():
+    events = assert_same_as_pytorch(seeded(TapParent), randn(2, 3))
+    tap = firing(events, "backward", "tap")
+    assert torch.equal(values(tap.tensors[0]), torch.full((2, 3), 5.0))  # 3 (returned) + 2 (used)
+    assert torch.equal(values(firing(events, "backward_pre", "tap").tensors[0]), torch.full((2, 3), 3.0))
+
+
+def test_the_caller_gets_an_equal_tensor_for_a_returned_input():
+    model = seeded(TapParent)()
+    seen = {}
+    model.tap.register_forward_hook(lambda m, a, out: seen.update(x=a[0], out=out[0]))
+    hooktui.record(model, randn(2, 3)())
+    assert torch.equal(seen["x"], seen["out"])  # same values (a view of the same storage)
+
+
+# 3. An output that is a leaf requiring grad -------------------------------------------------
+def leaf_input(shape=(2, 3)):
+    return randn(*shape, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [lambda: nn.Dropout(0.5), lambda: nn.Identity(), lambda: nn.Flatten()],
+    ids=["dropout-eval", "identity", "flatten"],
+)
+def test_a_leaf_returned_as_is_fires_like_pytorch(first):
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(first(), nn.Linear(3, 1)).eval()
+
+    events = assert_same_as_pytorch(build, leaf_input())
+    pre = firing(events, "backward_pre", "0")
+    assert pre.tensors[0].shape == [2, 3] and not pre.tensors[0].is_missing
+
+
+class ReturnsParameter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(2, 3))
+
+    def forward(self, x):
+        return self.table
+
+
+class UsesTable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lookup = ReturnsParameter()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(self.lookup(x) * x)
+
+
+def test_a_module_returning_a_parameter():
+    assert_same_as_pytorch(seeded(UsesTable), randn(2, 3))
+
+
+class FrozenEmbeddingModel(nn.Module):
+    """HF's enable_input_require_grads() (the PEFT setup): a forward hook on the frozen
+    embedding makes its output require grad, so gradient checkpointing has a grad input."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.embed.weight.requires_grad_(False)
+        self.embed.register_forward_hook(lambda m, a, out: out.requires_grad_(True))
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, ids):
+        return self.fc(self.embed(ids))
+
+
+def test_frozen_embedding_made_to_require_grad_by_a_forward_hook():
+    events = assert_same_as_pytorch(seeded(FrozenEmbeddingModel), lambda: torch.tensor([[1, 2, 3]]))
+    assert firing(events, "backward_pre", "embed").tensors[0].shape == [1, 3, 4]
+
+
+# 4. A tensor hook that changes an output's gradient -----------------------------------------
+class Doubled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 3)
+        self.fc2 = nn.Linear(3, 1)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h.register_hook(lambda g: g * 2)
+        return self.fc2(h)
+
+
+def test_grad_output_is_what_the_module_receives_after_a_tensor_hook():
+    events = assert_same_as_pytorch(seeded(Doubled), randn(2, 3, requires_grad=True))
+    model = seeded(Doubled)()
+    w2 = model.fc2.weight.detach()
+    assert torch.allclose(values(firing(events, "backward_pre", "fc1").tensors[0]), (2 * w2).expand(2, 3))
+
+
+# 5. An input that reaches the loss outside the call's outputs (MoE aux loss) ----------------
+class Router(nn.Module):
+    def forward(self, x):
+        self.aux = x.pow(2).sum()
+        return x * 3
+
+
+class WithAux(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.router = Router()
+
+    def forward(self, x):
+        return self.router(self.fc(x))
+
+
+def test_aux_loss_share_is_in_grad_input():
+    # plain_firings and record each build their own copy: the loss reads the copy it got.
+    models = []
+
+    def build():
+        models.append(seeded(WithAux)())
+        return models[-1]
+
+    def loss(out):
+        return out.sum() + models[-1].router.aux
+
+    events = assert_same_as_pytorch(build, randn(2, 3), loss)
+    router = firing(events, "backward", "router")
+    fwd = firing(events, "forward", "router")
+    x = torch.tensor(fwd.tensors[0].values).reshape(2, 3)
+    assert torch.allclose(values(router.tensors[0]), 3 + 2 * x, atol=1e-6)
+
+
+# 6. The same tensor returned twice -------------------------------------------------------------
+class Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y, y
+
+
+def test_the_same_tensor_returned_twice_keeps_two_slots_apart():
+    events = assert_same_as_pytorch(seeded(Twice), randn(2, 3), lambda out: out[0].sum() + 5 * out[1].sum())
+    pre = firing(events, "backward_pre", "")
+    assert torch.equal(values(pre.tensors[0]), torch.ones(2, 3))
+    assert torch.equal(values(pre.tensors[1]), torch.full((2, 3), 5.0))
+
+
+# 7. The same tensor as a positional and a keyword argument ------------------------------------
+class Inner(nn.Module):
+    def forward(self, x, y=None):
+        return 2 * x + 3 * y
+
+
+class KwargTwin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.inner = Inner()
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.inner(h, y=h)
+
+
+def test_a_kwarg_that_is_also_a_positional_arg_stays_out_of_grad_input():
+    events = assert_same_as_pytorch(seeded(KwargTwin), randn(2, 3))
+    inner = firing(events, "backward", "inner")
+    assert torch.equal(values(inner.tensors[0]), torch.full((2, 3), 2.0))  # not 2 + 3
+    fc = firing(events, "backward_pre", "fc")
+    assert torch.equal(values(fc.tensors[0]), torch.full((2, 3), 5.0))  # every use of h
+
+
+# 8. Slots for non-tensor and nested outputs -----------------------------------------------------
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y, 3, None, y * 2
+
+
+class MixedParent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mixed = Mixed()
+
+    def forward(self, x):
+        y, _, _, z = self.mixed(x)
+        return y.sum() + z.sum() * 4
+
+
+def test_non_tensor_elements_of_an_output_tuple_are_none_slots():
+    events = assert_same_as_pytorch(seeded(MixedParent), randn(2, 3))
+    pre = firing(events, "backward_pre", "mixed")
+    assert [t.name for t in pre.tensors] == [f"grad_output[{i}]" for i in range(4)]
+    assert [t.shape is None for t in pre.tensors] == [False, True, True, False]
+    assert "not a tensor" in pre.tensors[1].missing and "is None" in pre.tensors[2].missing
+    assert torch.equal(values(pre.tensors[3]), torch.full((2, 3), 4.0))
+
+
+class LSTMModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return self.head(out).sum() + (h * 2).sum() + c.sum()
+
+
+def test_lstm_nested_state_is_a_none_slot_and_named_extras():
+    events = assert_same_as_pytorch(seeded(LSTMModel), randn(2, 5, 3))
+    pre = firing(events, "backward_pre", "lstm")
+    assert [t.name for t in pre.tensors] == ["grad_output[0]", "grad_output[1]", "grad of output[1][0]", "grad of output[1][1]"]
+    assert pre.tensors[1].shape is None and "nested tuple" in pre.tensors[1].missing
+    assert [t.extra for t in pre.tensors] == [False, False, True, True]
+    assert torch.allclose(values(pre.tensors[2]), torch.full((1, 2, 4), 2.0))  # d loss / d h_n
+    assert torch.allclose(values(pre.tensors[3]), torch.full((1, 2, 4), 1.0))  # d loss / d c_n
+
+
+class SelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(4, 4)
+        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+
+    def forward(self, x):
+        q = self.q(x)
+        out, _ = self.attn(q, x, x, need_weights=False)
+        return out
+
+
+def test_multihead_attention_output_has_a_none_slot_for_its_weights():
+    events = assert_same_as_pytorch(seeded(SelfAttention), randn(2, 3, 4))
+    pre = firing(events, "backward_pre", "attn")
+    assert len(pre.tensors) == 2 and pre.tensors[1].shape is None
+
+
+# 9. torch.autograd.grad inside forward ----------------------------------------------------------
+class Physics(nn.Module):
+    """A physics-informed net: the loss uses du/dx, computed in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def forward(self, x):
+        x = x.requires_grad_(True) if not x.requires_grad else x
+        u = self.net(x)
+        (du,) = torch.autograd.grad(u.sum(), x, create_graph=True)
+        return u, du
+
+
+def test_autograd_grad_inside_forward_fires_as_pytorch_does():
+    def make():
+        g = torch.Generator().manual_seed(1)
+        return torch.rand(5, 1, generator=g).requires_grad_()
+
+    events = assert_same_as_pytorch(seeded(Physics), make, lambda out: out[0].pow(2).sum() + out[1].pow(2).sum())
+    first = firing(events, "backward", "net.0")
+    assert first.phase == "forward" and any("during the forward pass" in n for n in first.notes)
+
+
+BOUND_GRAD = torch.autograd.grad  # bound before any run, as `from torch.autograd import grad` is
+
+
+class PhysicsWithBoundGrad(Physics):
+    def forward(self, x):
+        u = self.net(x)
+        (du,) = BOUND_GRAD(u.sum(), x, create_graph=True)
+        return u, du
+
+
+def test_a_backward_through_a_function_bound_before_the_run_fires_nothing():
+    x = torch.rand(5, 1, generator=torch.Generator().manual_seed(1)).requires_grad_()
+    events = hooktui.record(seeded(PhysicsWithBoundGrad)(), x, lambda out: out[0].sum() + out[1].sum()).events
+    assert not [e for e in events if e.phase == "forward" and e.hook.startswith("backward")]
+    assert [e.module for e in events if e.hook == "backward_pre"][:2] == ["", "net"]  # the main backward fires
+
+
+# 12. Lazy modules ----------------------------------------------------------------------------------
+def test_lazy_modules_trace_and_end_materialised_like_a_plain_run():
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.LazyLinear(1))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Lazy modules are a new feature..."
+        plain = build()
+        plain(randn(2, 3)())
+        model = build()
+        trace = hooktui.record(model, randn(2, 3)())
+    assert not trace.failed, trace.error
+    assert [e.module for e in trace.events if e.hook == "backward"] == ["", "2", "1", "0"]
+    for (name, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
+        assert type(p) is nn.Parameter and torch.equal(p, q), name
+        assert p.grad is None
+    assert not hooks_left(model)
+    grads = {e.tensors[0].target for e in trace.events if e.hook == "param_grad"}
+    assert grads == {"0.weight", "0.bias", "2.weight", "2.bias"}
+
+
+# An input returned unchanged, then modified in place (nn.Identity as a placeholder norm
+# before an in-place activation): PyTorch's own hooks raise here, so the reference is an
+# out-of-place twin with the same weights.
+class IdentityThenInplace(nn.Module):
+    def __init__(self, inplace=True):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.norm = nn.Identity()
+        self.act = nn.ReLU(inplace=inplace)
+        self.out = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.out(self.act(self.norm(self.fc(x))))
+
+
+def test_identity_before_an_inplace_activation_keeps_every_firing():
+    events = assert_same_as_pytorch(seeded(IdentityThenInplace), randn(2, 3), build_plain=seeded(IdentityThenInplace, False))
+    assert firing(events, "backward", "norm").tensors[0].shape == [2, 3]
+
+
+# 11. torch.compile ------------------------------------------------------------------------------
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.act = nn.Tanh()
+        self.fc2 = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def test_compiled_models_fire_like_pytorch_on_every_backend():
+    import torch._dynamo
+
+    for backend in ("eager", "aot_eager", "inductor"):
+        torch._dynamo.reset()
+
+        def build():
+            torch.manual_seed(0)
+            return torch.compile(Small(), backend=backend)
+
+        events = assert_same_as_pytorch(build, randn(2, 3, requires_grad=True))
+        root = [e.hook for e in events if e.module == "" and e.phase == "backward"]
+        assert root == ["backward_pre"], backend  # the OptimizedModule: PyTorch's full hook never fires
+        assert firing(events, "backward", "_orig_mod.fc1").tensors[0].shape == [2, 3]
+
+
+# Documented limit: an input returned unchanged (nn.Identity as a shortcut) whose tensor the
+# caller also uses directly after the call. The caller holds one tensor; PyTorch's wrapper
+# hands it a second one.
+class Shortcut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.shortcut = nn.Identity()
+        self.block = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.shortcut(h) + self.block(h)
+
+
+def test_identity_shortcut_whose_input_is_used_again_after_it_sums_every_later_use():
+    plain, _ = plain_firings(seeded(Shortcut)(), (randn(2, 3)(),))
+    events = record_all(seeded(Shortcut)(), randn(2, 3)()).events
+    plain_pre = next(f for f in plain if f.hook == "backward_pre" and f.module == "shortcut")
+    plain_fc = next(f for f in plain if f.hook == "backward_pre" and f.module == "fc")
+    pre = firing(events, "backward_pre", "shortcut")
+    assert torch.equal(plain_pre.tensors[0], torch.ones(2, 3))  # PyTorch: only the returned value's use
+    assert torch.allclose(values(pre.tensors[0]), plain_fc.tensors[0])  # hooktui: every use of h after the call
+    assert any("input returned unchanged, used more than once" in note for note in pre.notes)
+
+
+class ClipsItsOwnOutput(nn.Module):
+    """A module that puts a gradient hook on its own output inside forward: PyTorch runs it
+    after the module's backward_pre (its wrapper sits outside the module)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.fc(x) * 1
+        y.register_hook(lambda g: g * 10)
+        return y
+
+
+class ClipParent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.clip = ClipsItsOwnOutput()
+        self.head = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.head(self.clip(x))
+
+
+def test_a_hook_the_module_puts_on_its_own_output_runs_after_backward_pre():
+    events = assert_same_as_pytorch(seeded(ClipParent), randn(2, 3))
+    w = seeded(ClipParent)().head.weight.detach()
+    assert torch.allclose(values(firing(events, "backward_pre", "clip").tensors[0]), w.expand(2, 3))
+    assert torch.allclose(values(firing(events, "backward_pre", "clip.fc").tensors[0]), 10 * w.expand(2, 3))
+    # Both are shown: what backward_pre received, and (an extra) what the module consumes.
+    pre = firing(events, "backward_pre", "clip")
+    changed = [t for t in pre.tensors if t.extra]
+    assert [t.name for t in changed] == ["grad_output[0] after the module's hooks"]
+    assert torch.allclose(values(changed[0]), 10 * w.expand(2, 3))
