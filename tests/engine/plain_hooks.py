@@ -37,6 +37,26 @@ def load_sample(name: str):
     return module
 
 
+def seeded(cls, *a):
+    """A builder of `cls(*a)` with torch's seed set first: two calls give identical twins."""
+
+    def build():
+        torch.manual_seed(0)
+        return cls(*a)
+
+    return build
+
+
+def randn(*shape, requires_grad=False, seed=1):
+    """A maker of the same seeded random tensor on every call."""
+
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(*shape, generator=g).requires_grad_(requires_grad)
+
+    return make
+
+
 @dataclass
 class Firing:
     hook: str

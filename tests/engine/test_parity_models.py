@@ -9,23 +9,7 @@ import torch
 from torch import nn
 
 import hooktui
-from plain_hooks import MODULE_HOOKS, assert_same_as_pytorch, plain_firings
-
-
-def seeded(cls, *a):
-    def build():
-        torch.manual_seed(0)
-        return cls(*a)
-
-    return build
-
-
-def randn(*shape, requires_grad=False, seed=1):
-    def make():
-        g = torch.Generator().manual_seed(seed)
-        return torch.randn(*shape, generator=g).requires_grad_(requires_grad)
-
-    return make
+from plain_hooks import MODULE_HOOKS, assert_same_as_pytorch, plain_firings, randn, seeded
 
 
 class ConvNet(nn.Module):

@@ -13,23 +13,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import hooktui
-from plain_hooks import assert_same_as_pytorch, hooks_left, plain_firings, record_all
-
-
-def seeded(cls, *a):
-    def build():
-        torch.manual_seed(0)
-        return cls(*a)
-
-    return build
-
-
-def randn(*shape, requires_grad=False, seed=1):
-    def make():
-        g = torch.Generator().manual_seed(seed)
-        return torch.randn(*shape, generator=g).requires_grad_(requires_grad)
-
-    return make
+from plain_hooks import assert_same_as_pytorch, hooks_left, plain_firings, randn, record_all, seeded
 
 
 def firing(events, hook, module, call=0):
