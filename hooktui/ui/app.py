@@ -8,7 +8,7 @@ trace differ only in whether stepping past the last firing can ask the model for
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -16,6 +16,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.keys import format_key
+from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -112,6 +113,7 @@ class HooktuiApp(App):
         session: Session | None = None,
         recorded: tuple[TraceInfo, list[Event]] | None = None,
         source_path: str | None = None,
+        sources: Mapping[str, Mapping[int, str]] | None = None,
         *,
         show_timings: bool = True,
         **kwargs,
@@ -120,7 +122,7 @@ class HooktuiApp(App):
         if (session is None) == (recorded is None):
             raise ValueError("HooktuiApp needs a session or a recorded (info, events), not both")
         self.session = session
-        self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded)
+        self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded, sources=sources)
         self.source_path = source_path
         self.show_timings = show_timings
         self.history = History()
@@ -151,7 +153,7 @@ class HooktuiApp(App):
                 yield FilterInput(placeholder="filter by module name (glob ok), escape clears", id="filter")
                 width = max((len(m.name) for m in self.info.modules), default=6)
                 yield Timeline(self.history, module_width=width, hidden=self.history.hidden, id="timeline")
-        lower = LowerPanes(self.history.events, self.info, id="lower")
+        lower = LowerPanes(self.history.events, self.info, self.source.source_lines, id="lower")
         lower.hidden = self.history.hidden
         yield lower
         yield Footer(compact=True)
@@ -217,7 +219,7 @@ class HooktuiApp(App):
         if message.state in ("finished", "failed") and not self._summary_shown:
             self._summary_shown = True
             if message.state == "finished":
-                self.notify(self.summary(), title="run finished", timeout=4)
+                self.notify(self.summary(), title="run finished", timeout=4, markup=False)
         self._render_current()
 
     def _render_soon(self) -> None:
@@ -431,10 +433,10 @@ class HooktuiApp(App):
         if event.phase == "backward" and event.hook != "backward_pre":
             before = self._backward_before(event)
             if before is not None:  # e.g. fired early: finishing would run to the end
-                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish")
+                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish", markup=False)
                 return
         if not self._at_live_pause() or self._stepping:
-            self.notify(f"no backward firing of {who} ahead", title="finish")
+            self.notify(f"no backward firing of {who} ahead", title="finish", markup=False)
             return
         self.history.follow = True
         self._stepping = True
@@ -558,7 +560,9 @@ class HooktuiApp(App):
             name = action.partition("(")[0]
             if self.check_action(name, ()) is not True:
                 continue
-            yield SystemCommand(f"{description[0].upper()}{description[1:]}", f"key: {keys}", lambda a=action: self.run_action(a))
+            # The palette reads titles and help as markup: escape them (`[` is a key).
+            title, help_text = escape_markup(f"{description[0].upper()}{description[1:]}"), escape_markup(f"key: {keys}")
+            yield SystemCommand(title, help_text, lambda a=action: self.run_action(a))
         yield from super().get_system_commands(screen)
 
     # -- quitting ------------------------------------------------------------------------

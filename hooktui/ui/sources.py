@@ -1,5 +1,7 @@
 """Where firings come from. The app talks to a Source and renders the Event records it
-hands over; it cannot tell a live model from a recorded trace except by `live`.
+hands over; it cannot tell a live model from a recorded trace except by `live`. Every
+record a source hands over has its text made visible (hooktui/visible.py): no string from
+a model or a trace file reaches the terminal as control characters.
 
 - LiveSource wraps an engine Session running in a thread worker: firings are queued on
   the worker thread and the app is told with one EventsReady message per batch.
@@ -11,11 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..engine.gate import Breakpoint
 from ..engine.records import Event, TraceInfo
+from ..engine.source_lines import file_lines
+from ..visible import visible_event, visible_info
 from .messages import EventsReady, StateChanged
 
 if TYPE_CHECKING:
@@ -39,6 +43,17 @@ class Source:
 
     def drain(self) -> list[Event]:
         return []
+
+    _files: dict[str, Mapping[int, str] | None] | None = None  # local files read so far
+
+    def source_lines(self, filename: str) -> Mapping[int, str] | None:
+        """The lines of `filename` by number, for the Source pane; None when unknown.
+        Live, the local file (read only when it is a small regular Python file)."""
+        if self._files is None:
+            self._files = {}
+        if filename not in self._files:
+            self._files[filename] = file_lines(filename)
+        return self._files[filename]
 
     def set_state(self, state: str) -> None:
         self.state = state
@@ -80,15 +95,22 @@ class Source:
 class RecordedSource(Source):
     """A saved trace: no model, every firing known."""
 
-    def __init__(self, info: TraceInfo, events: list[Event]) -> None:
-        self.info = info
+    def __init__(self, info: TraceInfo, events: list[Event], sources: Mapping[str, Mapping[int, str]] | None = None) -> None:
+        self.info = visible_info(info)
         self._events = events
+        self._sources = dict(sources or {})
         self.state = "replay"
         self._breakpoints: set[Breakpoint] = set()
         self.break_on_backward = False
 
     def start(self, app: App) -> list[Event]:
-        return list(self._events)
+        return [visible_event(event) for event in self._events]
+
+    def source_lines(self, filename: str) -> Mapping[int, str] | None:
+        """The lines the trace stored when it was saved; a local file only when it stored
+        none for that file (older traces, --json output)."""
+        stored = self._sources.get(filename)
+        return stored if stored else super().source_lines(filename)
 
     @property
     def breakpoints(self) -> frozenset[Breakpoint]:
@@ -110,7 +132,7 @@ class LiveSource(Source):
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.info = session.trace.info
+        self.info = visible_info(session.trace.info)
         self.state = "ready"
         self.thread: threading.Thread | None = None
         self._pending: list[Event] = []
@@ -136,6 +158,7 @@ class LiveSource(Source):
             self._finished.set()
 
     def _on_event(self, event: Event) -> None:
+        event = visible_event(event)  # on the worker thread: the app only ever sees safe text
         with self._lock:
             self._pending.append(event)
             notify = not self._notified
