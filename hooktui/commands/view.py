@@ -14,6 +14,6 @@ def run_view(args) -> int:
     except TraceFileError as exc:
         raise UserError(str(exc)) from exc
     from ..ui.app import HooktuiApp
+    from ..ui.process import run_app
 
-    HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources).run()
-    return 0
+    return run_app(HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources))

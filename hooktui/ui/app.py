@@ -7,11 +7,13 @@ trace differ only in whether stepping past the last firing can ask the model for
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -116,6 +118,7 @@ class HooktuiApp(App):
         sources: Mapping[str, Mapping[int, str]] | None = None,
         *,
         show_timings: bool = True,
+        exit_on_signals: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -125,6 +128,11 @@ class HooktuiApp(App):
         self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded, sources=sources)
         self.source_path = source_path
         self.show_timings = show_timings
+        # SIGTERM / SIGHUP end the app (terminal restored) instead of killing the process
+        # with the terminal still in raw mode; only for the process's own app (hooktui.ui.process).
+        self.exit_on_signals = exit_on_signals
+        # What the model printed while the app owned the terminal; written out after it.
+        self.model_output: list[str] = []
         self.history = History()
         self.info = self.source.info
         self._stepping = False  # a step was asked of the model and has not paused yet
@@ -159,6 +167,12 @@ class HooktuiApp(App):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        if self.exit_on_signals:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(signum, self._exit_on_signal, signum)
+        # The model's print() would be lost behind the app: keep it for after.
+        self.begin_capture_print(self, stdout=True, stderr=True)
         label = self.info.model
         self.title = f"hooktui: {display_path(label) if label.endswith('.py') else label}"
         known = self.source.start(self)
@@ -565,12 +579,23 @@ class HooktuiApp(App):
             yield SystemCommand(title, help_text, lambda a=action: self.run_action(a))
         yield from super().get_system_commands(screen)
 
+    # -- the model's output ----------------------------------------------------------------
+    def on_print(self, event: events.Print) -> None:
+        if not self.model_output:
+            self.notify("the model is printing: its output is shown when hooktui exits", title="output", timeout=3)
+        self.model_output.append(event.text)
+
     # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
         self.source.quit()
         self.exit()
 
-    def on_unmount(self) -> None:
-        # Never leave the model's thread blocked on the gate: the process would not end.
+    def _exit_on_signal(self, signum: int) -> None:
         self.source.quit()
-        self.source.join(2.0)
+        self.exit(return_code=128 + signum)
+
+    def on_unmount(self) -> None:
+        # Tell the model's thread to stop, without waiting: a model inside a long forward
+        # only notices at its next firing, and the terminal must come back first. The
+        # process itself ends at once whatever the model does (hooktui.ui.process).
+        self.source.quit()

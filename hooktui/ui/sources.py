@@ -3,8 +3,10 @@ hands over; it cannot tell a live model from a recorded trace except by `live`. 
 record a source hands over has its text made visible (hooktui/visible.py): no string from
 a model or a trace file reaches the terminal as control characters.
 
-- LiveSource wraps an engine Session running in a thread worker: firings are queued on
-  the worker thread and the app is told with one EventsReady message per batch.
+- LiveSource wraps an engine Session running in a daemon thread: firings are queued on
+  that thread and the app is told with one EventsReady message per batch. Not a Textual
+  thread worker: asyncio waits for those when the app ends, and a model inside a 30 s
+  forward (or an endless loop) must not keep the process from quitting.
 - RecordedSource holds a finished trace: every firing is known up front and stepping
   only moves through the list.
 """
@@ -126,7 +128,7 @@ class RecordedSource(Source):
 
 
 class LiveSource(Source):
-    """A Session run in a thread worker of `app`."""
+    """A Session run in a daemon thread beside `app`."""
 
     live = True
 
@@ -147,7 +149,7 @@ class LiveSource(Source):
     def start(self, app: App) -> list[Event]:
         self._post = app.post_message
         self._launched = True
-        app.run_worker(self._run, thread=True, exit_on_error=False, name="hooktui model", group="model")
+        threading.Thread(target=self._run, name="hooktui model", daemon=True).start()
         return []
 
     def _run(self) -> None:
@@ -219,7 +221,7 @@ class LiveSource(Source):
         self.session.quit()
 
     def join(self, timeout: float) -> bool:
-        """Wait for the worker thread to end; True when it has (or never started)."""
+        """Wait for the model's thread to end; True when it has (or never started)."""
         if not self._launched:
             return True
         return self._finished.wait(timeout)
