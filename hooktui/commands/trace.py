@@ -3,6 +3,10 @@
 stdout holds only the records (the table, or JSON lines with --json); the model's own
 prints go to stderr (model_output.py). `--save FILE` is checked before the model runs and
 written atomically, even when stdout is a pipe that closed early (`| head`).
+
+Legacy firings are always recorded, as in the app, so that a firing has the same number
+everywhere (the app, the table, --json, a saved file, the Explain pane's "#N"); without
+--legacy they are left out of what is printed and saved.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ def run_trace(args) -> int:
             raise UserError(str(exc)) from exc
     with records_stdout() as out:
         loaded = load(args)
-        session = session_for(loaded, pause=False, legacy=args.legacy)
+        session = session_for(loaded, pause=False, legacy=True)
         closed = False
 
         def write(text: str) -> None:
@@ -39,14 +43,17 @@ def run_trace(args) -> int:
         if not args.json:
             write(format_header(session.trace.info))
 
+        def shown(event) -> bool:
+            return args.legacy or event.hook != "legacy_backward"
+
         def on_event(event) -> None:
-            if event.hook != "error":
+            if event.hook != "error" and shown(event):
                 write(event_json(event) if args.json else format_event(event))
 
         trace = session.run(on_event=on_event)
     if args.save:
         try:
-            write_trace(args.save, trace.info, trace.events)
+            write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])
         except (TraceFileError, OSError) as exc:
             reason = str(exc) if isinstance(exc, TraceFileError) else f"{args.save}: {exc.strerror or exc}"
             raise UserError(f"could not save the trace: {reason} (any previous file is unchanged)") from exc

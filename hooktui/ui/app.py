@@ -293,7 +293,7 @@ class HooktuiApp(App):
     def _refresh_bindings_if_changed(self) -> None:
         """The footer greys out what is unavailable; refreshing it costs a layout, so only
         when availability changed."""
-        state = tuple(self.check_action(action, ()) for action in self.GATED)
+        state = tuple(self.available(action) for action in self.GATED)
         if state != self._bindings_state:
             self._bindings_state = state
             self.refresh_bindings()
@@ -310,7 +310,8 @@ class HooktuiApp(App):
                 total=len(history),
                 more_coming=self.source.can_advance,
                 loss=self.info.loss,
-                summary=self.summary() if done and history.at_latest else "",
+                summary=self.summary(with_time=False) if done and history.at_latest else "",
+                wall_time=self.source.wall_time if self.show_timings else None,
                 breakpoints=tuple(sorted(self._breakpoint_modules())),
                 break_on_backward=self.source.break_on_backward,
             )
@@ -319,12 +320,12 @@ class HooktuiApp(App):
     def _breakpoint_modules(self) -> set[str]:
         return {bp.module for bp in self.source.breakpoints}
 
-    def summary(self) -> str:
+    def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
         per_phase = self.history.per_phase
         phases = " + ".join(f"{n} {phase}" for phase, n in per_phase.items()) or "0"
         text = f"{phases} firings, {len(self.info.modules)} modules"
-        if self.show_timings and self.source.wall_time is not None:
+        if with_time and self.show_timings and self.source.wall_time is not None:
             text += f", ran {self.source.wall_time:.2f} s"
         return text
 
@@ -340,7 +341,16 @@ class HooktuiApp(App):
     def _firing_chosen(self, message: FiringChosen) -> None:
         self.goto(message.position, follow=False)
 
+    # Keys that say why when they cannot act (a disabled binding would do nothing, silently).
+    EXPLAINED = ("jump", "show_error")
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.EXPLAINED:
+            return True
+        return self.available(action)
+
+    def available(self, action: str) -> bool | None:
+        """True when `action` can act now; None greys it out (footer, command palette)."""
         history = self.history
         if action in ("step", "resume", "step_into"):
             return True if (not history.at_latest or self.source.can_advance) else None
@@ -464,7 +474,11 @@ class HooktuiApp(App):
             self.goto(origin, follow=origin >= history.latest)
             return
         event = self.current
-        if event is None or event.forward_index is None:
+        if event is None:
+            return
+        if event.forward_index is None:
+            why = "a forward firing has no other side to jump to" if event.phase == "forward" else "this firing has no forward firing"
+            self.notify(f"j jumps from a backward firing to its forward firing and back: {why}", title="jump", markup=False)
             return
         self._jumped_from = (history.cursor, event.forward_index)
         self.goto(event.forward_index, follow=False)
@@ -563,7 +577,10 @@ class HooktuiApp(App):
 
     def action_show_error(self) -> None:
         error = self.history.error
-        if error is None or isinstance(self.screen, ErrorScreen):
+        if error is None:
+            self.notify("the model has raised no error" + (" so far" if self.source.can_advance else ""), title="error", markup=False)
+            return
+        if isinstance(self.screen, ErrorScreen):
             return
         position = self.history.error_position
         last = self.history.events[position - 1] if position > 0 else None
@@ -572,12 +589,13 @@ class HooktuiApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for keys, description, action in self.key_help():
             name = action.partition("(")[0]
-            if self.check_action(name, ()) is not True:
+            if self.available(name) is not True:
                 continue
             # The palette reads titles and help as markup: escape them (`[` is a key).
             title, help_text = escape_markup(f"{description[0].upper()}{description[1:]}"), escape_markup(f"key: {keys}")
             yield SystemCommand(title, help_text, lambda a=action: self.run_action(a))
-        yield from super().get_system_commands(screen)
+        # Textual's own Quit would be a second one (ours above says what quitting does).
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
 
     # -- the model's output ----------------------------------------------------------------
     def on_print(self, event: events.Print) -> None:
