@@ -13,8 +13,10 @@ a model or a trace file reaches the terminal as control characters.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -31,6 +33,19 @@ if TYPE_CHECKING:
 
 # States in which the model can still produce firings.
 ADVANCING = ("ready", "running", "paused")
+
+# Model threads are daemons (the process must be able to end without them), but one killed
+# mid-unwind by interpreter shutdown can abort in torch's C++: at a normal exit, give each a
+# moment to finish after it was told to quit. (`hooktui open` exits with os._exit instead
+# when a model will not stop: hooktui.ui.process.)
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _let_models_finish() -> None:
+    for source in list(_LIVE):
+        source.quit()
+        source.join(1.0)
 
 
 class Source:
@@ -149,6 +164,7 @@ class LiveSource(Source):
     def start(self, app: App) -> list[Event]:
         self._post = app.post_message
         self._launched = True
+        _LIVE.add(self)
         threading.Thread(target=self._run, name="hooktui model", daemon=True).start()
         return []
 

@@ -168,3 +168,26 @@ def test_view_opens_json_output(tmp_path):
     loaded = read_trace_file(path)
     assert [e.index for e in loaded.events] == [json.loads(line)["index"] for line in result.stdout.splitlines()]
     assert {m.name for m in loaded.info.modules} == {"", "fc1", "fc2"}
+
+
+def test_focus_is_shown_by_shape_not_only_colour():
+    """With NO_COLOR only glyphs and attributes are left: the focused pane must still show."""
+    app = sample_app("seed.py")
+
+    def header_reversed() -> bool:
+        strip = app.screen._compositor.render_strips()[1]
+        return any(seg.style is not None and seg.style.reverse and "#" in seg.text for seg in strip)
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            assert app.focused.id == "timeline"
+            rows = screen_text(app).split("\t")
+            assert header_reversed() and "▐" not in rows[1]
+            await pilot.press("shift+tab")
+            await pilot.pause()
+            assert app.focused.id == "tree"
+            rows = screen_text(app).split("\t")
+            assert not header_reversed() and "▐" in rows[1]
+
+    run(script())
