@@ -1,9 +1,10 @@
 # Everything a fresh clone needs: `make run` and `make test` create the virtualenv,
-# install torch (pinned to a CPU build unless the venv already has one) and hooktui.
+# install torch (unless the venv already has one: the CPU build where there is no NVIDIA
+# GPU, see scripts/install_torch.sh) and hooktui.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Pinned: an unpinned `torch` on a machine without one may pull a multi-GB CUDA build.
+# The version tested; which build (CPU or CUDA) is install_torch.sh's choice.
 TORCH_SPEC ?= torch==2.13.0
 MODEL ?= sample_models/cnn.py
 STAMP := $(VENV)/.installed
@@ -12,9 +13,9 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install_torch.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	sh scripts/install_torch.sh $(BIN) "$(TORCH_SPEC)"
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 

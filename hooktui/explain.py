@@ -102,10 +102,7 @@ def _param_grad(event: Event, events, who: str, info) -> list[Statement]:
     ]
     for tensor in event.tensors:
         out.append(Statement(f"`{tensor.name}`: shape {shape_text(tensor)}, for parameter {tensor.target}."))
-    backward = _module_backward(event, events)
-    if backward is not None:
-        order = "before" if backward.index < event.index else "after"
-        out.append(Statement(f"The module's full backward hook fired {order} this, at firing #{backward.index}."))
+    out += _backward_hooks_around(event, events)
     return out + _notes(event)
 
 
@@ -212,8 +209,22 @@ def _forward_of(event: Event, events: Sequence[Event]) -> Event | None:
     return forward if forward.index == event.forward_index else None
 
 
-def _module_backward(event: Event, events: Sequence[Event]) -> Event | None:
-    return next((e for e in events if e.hook == "backward" and e.module == event.module), None)
+def _backward_hooks_around(event: Event, events: Sequence[Event]) -> list[Statement]:
+    """When the module's full backward hooks fired, relative to a param_grad firing. A module
+    called several times (a shared cell) has one per call, and the parameter's gradient sums
+    them all: name each call, never one call's firing as "the" hook."""
+    backwards = [e for e in events if e.hook == "backward" and e.module == event.module]
+    if not backwards:
+        return []
+    if len(backwards) == 1:
+        (backward,) = backwards
+        order = "before" if backward.index < event.index else "after"
+        return [Statement(f"The module's full backward hook fired {order} this, at firing #{backward.index}.")]
+    before = ", ".join(f"#{e.index} (call {e.call})" for e in backwards if e.index < event.index)
+    after = ", ".join(f"#{e.index} (call {e.call})" for e in backwards if e.index > event.index)
+    text = f"The module's full backward hooks, one for each of its {len(backwards)} calls, fired"
+    text += (f" before this at {before}" if before else "") + (" and" if before and after else "") + (f" after this at {after}" if after else "")
+    return [Statement(text + ".")]
 
 
 def _tensor_named(event: Event, name: str) -> TensorRecord | None:

@@ -22,7 +22,7 @@ def number(value: float | None) -> str:
 
 
 def stats_line(tensor: TensorRecord) -> str:
-    """A lovely-tensors style one-liner: range, mean, std and loud NaN/Inf/zero flags."""
+    """A lovely-tensors style one-liner: loud NaN/Inf/zero flags, then range, mean, std."""
     if tensor.shape is None:
         return f"None: {tensor.missing}" if tensor.missing else "None"
     stats = tensor.stats
@@ -30,12 +30,8 @@ def stats_line(tensor: TensorRecord) -> str:
         return tensor.note or "no stats"
     if stats.count == 0:
         return "empty"
+    # Loud flags first: a narrow pane or a cut cell must never hide them.
     parts = []
-    if stats.finite:
-        parts.append(f"x∈[{number(stats.min)}, {number(stats.max)}]")
-        parts.append(f"μ={number(stats.mean)}")
-        if stats.std is not None:
-            parts.append(f"σ={number(stats.std)}")
     if stats.nan:
         parts.append(f"NaN! {stats.nan}")
     if stats.posinf:
@@ -46,6 +42,11 @@ def stats_line(tensor: TensorRecord) -> str:
         parts.append(f"non-finite! {stats.nonfinite}")
     if stats.zeros == stats.count:
         parts.append("all zeros")
+    if stats.finite:
+        parts.append(f"x∈[{number(stats.min)}, {number(stats.max)}]")
+        parts.append(f"μ={number(stats.mean)}")
+        if stats.std is not None:
+            parts.append(f"σ={number(stats.std)}")
     if stats.of == "abs":
         parts.append("(of |z|)")
     if stats.approx:

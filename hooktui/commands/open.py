@@ -8,12 +8,11 @@ from .common import load, session_for
 def run_open(args) -> int:
     loaded = load(args)
     from ..ui.app import HooktuiApp
+    from ..ui.process import run_app
 
     # Legacy firings are always recorded, so that `L` can show them in the app; without
     # --legacy they start hidden and the model never pauses at them.
     session = session_for(loaded, pause=True, legacy=True)
     if not getattr(args, "legacy", False):
         session.gate.skip_hooks.add("legacy_backward")
-    app = HooktuiApp(session=session, source_path=loaded.path)
-    app.run()
-    return 0
+    return run_app(HooktuiApp(session=session, source_path=loaded.path))

@@ -1,12 +1,16 @@
-"""The readable table `hooktui trace` prints: one line per firing."""
+"""The readable table `hooktui trace` prints: one line per firing. Record text goes
+through hooktui/visible.py: a module name or an error message never reaches the terminal
+as control characters."""
 
 from __future__ import annotations
 
 from ..engine.records import Event, TraceInfo
 from ..format import shape_text, stats_line
+from ..visible import visible_event, visible_info
 
 
 def format_header(info: TraceInfo) -> str:
+    info = visible_info(info)
     return (
         f"# {info.model}  ({len(info.modules)} modules, {info.device}, torch {info.torch_version})\n"
         f"# backward from: {info.loss}\n"
@@ -15,6 +19,7 @@ def format_header(info: TraceInfo) -> str:
 
 
 def format_event(event: Event) -> str:
+    event = visible_event(event)
     module = event.module or "(root)"
     tensors = "; ".join(f"{t.name} {shape_text(t)}" for t in event.tensors) or "-"
     line = (

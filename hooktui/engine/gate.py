@@ -14,6 +14,12 @@ class QuitRequested(BaseException):
     `except Exception` cannot swallow it."""
 
 
+# What a model may raise and have recorded as its failure (while it loads, in forward, in
+# backward): sys.exit() and KeyboardInterrupt inside a model are the model's doing, not a
+# reason for hooktui to stop. QuitRequested is not among them.
+MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+
+
 @dataclass(frozen=True)
 class Breakpoint:
     module: str = "*"  # glob over qualified module names; "" is the root

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .gate import MODEL_ERRORS
 from .inputs import map_tensors
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "examples" / "seed.py"
@@ -84,6 +85,8 @@ def _device(name: str) -> torch.device:
 
 def _load_file(path: Path, input_shape: tuple[int, ...] | None, seed: int) -> LoadedModel:
     label = str(path)
+    if path.is_dir():
+        raise LoadError(f"{label}: is a folder; give a model file (.py) in it")
     if not path.is_file():
         raise LoadError(f"{label}: no such file")
     try:
@@ -97,7 +100,7 @@ def _load_file(path: Path, input_shape: tuple[int, ...] | None, seed: int) -> Lo
     sys.path.insert(0, folder)
     try:
         exec(code, module.__dict__)
-    except Exception as exc:
+    except MODEL_ERRORS as exc:
         raise LoadError(f"{label}: raised while loading: {type(exc).__name__}: {exc}") from exc
     finally:
         if sys.path and sys.path[0] == folder:
@@ -112,7 +115,7 @@ def _load_attribute(target: str, input_shape: tuple[int, ...] | None, seed: int)
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise LoadError(f"{target}: cannot import {module_name}: {exc}") from exc
-    except Exception as exc:
+    except MODEL_ERRORS as exc:
         raise LoadError(f"{target}: {module_name} raised while importing: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(os.getcwd())
@@ -141,7 +144,7 @@ def _from_namespace(ns: dict[str, Any], label: str, path: str, input_shape, seed
     elif callable(ns.get("example_inputs")):
         try:
             inputs = ns["example_inputs"]()
-        except Exception as exc:
+        except MODEL_ERRORS as exc:
             raise LoadError(f"{label}: example_inputs() raised: {type(exc).__name__}: {exc}") from exc
     else:
         raise LoadError(f"{label}: no inputs found: define `inputs` or a zero-argument `example_inputs()`, or pass --input-shape")
@@ -158,7 +161,7 @@ def _instantiate(obj: Any, label: str) -> nn.Module:
     if isinstance(obj, type) and issubclass(obj, nn.Module) or callable(obj):
         try:
             model = obj()
-        except Exception as exc:
+        except MODEL_ERRORS as exc:
             raise LoadError(f"{label} raised: {type(exc).__name__}: {exc}") from exc
         if isinstance(model, nn.Module):
             return model

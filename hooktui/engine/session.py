@@ -19,7 +19,7 @@ from torch.nn.parameter import is_lazy
 
 from . import stats
 from .capture import LiveFiring, Tracer
-from .gate import Breakpoint, Gate, QuitRequested
+from .gate import MODEL_ERRORS, Breakpoint, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
@@ -162,7 +162,7 @@ class Session:
                     tracer.remove()
         except QuitRequested:
             final = "quit"
-        except Exception as exc:  # the user's model failed: record it, never crash the host
+        except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host
             self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
             final = "failed"
         finally:

@@ -7,15 +7,18 @@ trace differ only in whether stepping past the last firing can ask the model for
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.keys import format_key
+from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -112,17 +115,24 @@ class HooktuiApp(App):
         session: Session | None = None,
         recorded: tuple[TraceInfo, list[Event]] | None = None,
         source_path: str | None = None,
+        sources: Mapping[str, Mapping[int, str]] | None = None,
         *,
         show_timings: bool = True,
+        exit_on_signals: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         if (session is None) == (recorded is None):
             raise ValueError("HooktuiApp needs a session or a recorded (info, events), not both")
         self.session = session
-        self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded)
+        self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded, sources=sources)
         self.source_path = source_path
         self.show_timings = show_timings
+        # SIGTERM / SIGHUP end the app (terminal restored) instead of killing the process
+        # with the terminal still in raw mode; only for the process's own app (hooktui.ui.process).
+        self.exit_on_signals = exit_on_signals
+        # What the model printed while the app owned the terminal; written out after it.
+        self.model_output: list[str] = []
         self.history = History()
         self.info = self.source.info
         self._stepping = False  # a step was asked of the model and has not paused yet
@@ -151,12 +161,18 @@ class HooktuiApp(App):
                 yield FilterInput(placeholder="filter by module name (glob ok), escape clears", id="filter")
                 width = max((len(m.name) for m in self.info.modules), default=6)
                 yield Timeline(self.history, module_width=width, hidden=self.history.hidden, id="timeline")
-        lower = LowerPanes(self.history.events, self.info, id="lower")
+        lower = LowerPanes(self.history.events, self.info, self.source.source_lines, id="lower")
         lower.hidden = self.history.hidden
         yield lower
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        if self.exit_on_signals:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(signum, self._exit_on_signal, signum)
+        # The model's print() would be lost behind the app: keep it for after.
+        self.begin_capture_print(self, stdout=True, stderr=True)
         label = self.info.model
         self.title = f"hooktui: {display_path(label) if label.endswith('.py') else label}"
         known = self.source.start(self)
@@ -217,7 +233,7 @@ class HooktuiApp(App):
         if message.state in ("finished", "failed") and not self._summary_shown:
             self._summary_shown = True
             if message.state == "finished":
-                self.notify(self.summary(), title="run finished", timeout=4)
+                self.notify(self.summary(), title="run finished", timeout=4, markup=False)
         self._render_current()
 
     def _render_soon(self) -> None:
@@ -277,7 +293,7 @@ class HooktuiApp(App):
     def _refresh_bindings_if_changed(self) -> None:
         """The footer greys out what is unavailable; refreshing it costs a layout, so only
         when availability changed."""
-        state = tuple(self.check_action(action, ()) for action in self.GATED)
+        state = tuple(self.available(action) for action in self.GATED)
         if state != self._bindings_state:
             self._bindings_state = state
             self.refresh_bindings()
@@ -294,7 +310,8 @@ class HooktuiApp(App):
                 total=len(history),
                 more_coming=self.source.can_advance,
                 loss=self.info.loss,
-                summary=self.summary() if done and history.at_latest else "",
+                summary=self.summary(with_time=False) if done and history.at_latest else "",
+                wall_time=self.source.wall_time if self.show_timings else None,
                 breakpoints=tuple(sorted(self._breakpoint_modules())),
                 break_on_backward=self.source.break_on_backward,
             )
@@ -303,12 +320,12 @@ class HooktuiApp(App):
     def _breakpoint_modules(self) -> set[str]:
         return {bp.module for bp in self.source.breakpoints}
 
-    def summary(self) -> str:
+    def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
         per_phase = self.history.per_phase
         phases = " + ".join(f"{n} {phase}" for phase, n in per_phase.items()) or "0"
         text = f"{phases} firings, {len(self.info.modules)} modules"
-        if self.show_timings and self.source.wall_time is not None:
+        if with_time and self.show_timings and self.source.wall_time is not None:
             text += f", ran {self.source.wall_time:.2f} s"
         return text
 
@@ -324,7 +341,16 @@ class HooktuiApp(App):
     def _firing_chosen(self, message: FiringChosen) -> None:
         self.goto(message.position, follow=False)
 
+    # Keys that say why when they cannot act (a disabled binding would do nothing, silently).
+    EXPLAINED = ("jump", "show_error")
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.EXPLAINED:
+            return True
+        return self.available(action)
+
+    def available(self, action: str) -> bool | None:
+        """True when `action` can act now; None greys it out (footer, command palette)."""
         history = self.history
         if action in ("step", "resume", "step_into"):
             return True if (not history.at_latest or self.source.can_advance) else None
@@ -431,10 +457,10 @@ class HooktuiApp(App):
         if event.phase == "backward" and event.hook != "backward_pre":
             before = self._backward_before(event)
             if before is not None:  # e.g. fired early: finishing would run to the end
-                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish")
+                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish", markup=False)
                 return
         if not self._at_live_pause() or self._stepping:
-            self.notify(f"no backward firing of {who} ahead", title="finish")
+            self.notify(f"no backward firing of {who} ahead", title="finish", markup=False)
             return
         self.history.follow = True
         self._stepping = True
@@ -448,7 +474,11 @@ class HooktuiApp(App):
             self.goto(origin, follow=origin >= history.latest)
             return
         event = self.current
-        if event is None or event.forward_index is None:
+        if event is None:
+            return
+        if event.forward_index is None:
+            why = "a forward firing has no other side to jump to" if event.phase == "forward" else "this firing has no forward firing"
+            self.notify(f"j jumps from a backward firing to its forward firing and back: {why}", title="jump", markup=False)
             return
         self._jumped_from = (history.cursor, event.forward_index)
         self.goto(event.forward_index, follow=False)
@@ -547,7 +577,10 @@ class HooktuiApp(App):
 
     def action_show_error(self) -> None:
         error = self.history.error
-        if error is None or isinstance(self.screen, ErrorScreen):
+        if error is None:
+            self.notify("the model has raised no error" + (" so far" if self.source.can_advance else ""), title="error", markup=False)
+            return
+        if isinstance(self.screen, ErrorScreen):
             return
         position = self.history.error_position
         last = self.history.events[position - 1] if position > 0 else None
@@ -556,17 +589,31 @@ class HooktuiApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for keys, description, action in self.key_help():
             name = action.partition("(")[0]
-            if self.check_action(name, ()) is not True:
+            if self.available(name) is not True:
                 continue
-            yield SystemCommand(f"{description[0].upper()}{description[1:]}", f"key: {keys}", lambda a=action: self.run_action(a))
-        yield from super().get_system_commands(screen)
+            # The palette reads titles and help as markup: escape them (`[` is a key).
+            title, help_text = escape_markup(f"{description[0].upper()}{description[1:]}"), escape_markup(f"key: {keys}")
+            yield SystemCommand(title, help_text, lambda a=action: self.run_action(a))
+        # Textual's own Quit would be a second one (ours above says what quitting does).
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+
+    # -- the model's output ----------------------------------------------------------------
+    def on_print(self, event: events.Print) -> None:
+        if not self.model_output:
+            self.notify("the model is printing: its output is shown when hooktui exits", title="output", timeout=3)
+        self.model_output.append(event.text)
 
     # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
         self.source.quit()
         self.exit()
 
-    def on_unmount(self) -> None:
-        # Never leave the model's thread blocked on the gate: the process would not end.
+    def _exit_on_signal(self, signum: int) -> None:
         self.source.quit()
-        self.source.join(2.0)
+        self.exit(return_code=128 + signum)
+
+    def on_unmount(self) -> None:
+        # Tell the model's thread to stop, without waiting: a model inside a long forward
+        # only notices at its next firing, and the terminal must come back first. The
+        # process itself ends at once whatever the model does (hooktui.ui.process).
+        self.source.quit()

@@ -1,21 +1,29 @@
 """Where firings come from. The app talks to a Source and renders the Event records it
-hands over; it cannot tell a live model from a recorded trace except by `live`.
+hands over; it cannot tell a live model from a recorded trace except by `live`. Every
+record a source hands over has its text made visible (hooktui/visible.py): no string from
+a model or a trace file reaches the terminal as control characters.
 
-- LiveSource wraps an engine Session running in a thread worker: firings are queued on
-  the worker thread and the app is told with one EventsReady message per batch.
+- LiveSource wraps an engine Session running in a daemon thread: firings are queued on
+  that thread and the app is told with one EventsReady message per batch. Not a Textual
+  thread worker: asyncio waits for those when the app ends, and a model inside a 30 s
+  forward (or an endless loop) must not keep the process from quitting.
 - RecordedSource holds a finished trace: every firing is known up front and stepping
   only moves through the list.
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..engine.gate import Breakpoint
 from ..engine.records import Event, TraceInfo
+from ..engine.source_lines import file_lines
+from ..visible import visible_event, visible_info
 from .messages import EventsReady, StateChanged
 
 if TYPE_CHECKING:
@@ -25,6 +33,19 @@ if TYPE_CHECKING:
 
 # States in which the model can still produce firings.
 ADVANCING = ("ready", "running", "paused")
+
+# Model threads are daemons (the process must be able to end without them), but one killed
+# mid-unwind by interpreter shutdown can abort in torch's C++: at a normal exit, give each a
+# moment to finish after it was told to quit. (`hooktui open` exits with os._exit instead
+# when a model will not stop: hooktui.ui.process.)
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _let_models_finish() -> None:
+    for source in list(_LIVE):
+        source.quit()
+        source.join(1.0)
 
 
 class Source:
@@ -39,6 +60,17 @@ class Source:
 
     def drain(self) -> list[Event]:
         return []
+
+    _files: dict[str, Mapping[int, str] | None] | None = None  # local files read so far
+
+    def source_lines(self, filename: str) -> Mapping[int, str] | None:
+        """The lines of `filename` by number, for the Source pane; None when unknown.
+        Live, the local file (read only when it is a small regular Python file)."""
+        if self._files is None:
+            self._files = {}
+        if filename not in self._files:
+            self._files[filename] = file_lines(filename)
+        return self._files[filename]
 
     def set_state(self, state: str) -> None:
         self.state = state
@@ -80,15 +112,22 @@ class Source:
 class RecordedSource(Source):
     """A saved trace: no model, every firing known."""
 
-    def __init__(self, info: TraceInfo, events: list[Event]) -> None:
-        self.info = info
+    def __init__(self, info: TraceInfo, events: list[Event], sources: Mapping[str, Mapping[int, str]] | None = None) -> None:
+        self.info = visible_info(info)
         self._events = events
+        self._sources = dict(sources or {})
         self.state = "replay"
         self._breakpoints: set[Breakpoint] = set()
         self.break_on_backward = False
 
     def start(self, app: App) -> list[Event]:
-        return list(self._events)
+        return [visible_event(event) for event in self._events]
+
+    def source_lines(self, filename: str) -> Mapping[int, str] | None:
+        """The lines the trace stored when it was saved; a local file only when it stored
+        none for that file (older traces, --json output)."""
+        stored = self._sources.get(filename)
+        return stored if stored else super().source_lines(filename)
 
     @property
     def breakpoints(self) -> frozenset[Breakpoint]:
@@ -104,13 +143,13 @@ class RecordedSource(Source):
 
 
 class LiveSource(Source):
-    """A Session run in a thread worker of `app`."""
+    """A Session run in a daemon thread beside `app`."""
 
     live = True
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.info = session.trace.info
+        self.info = visible_info(session.trace.info)
         self.state = "ready"
         self.thread: threading.Thread | None = None
         self._pending: list[Event] = []
@@ -125,7 +164,8 @@ class LiveSource(Source):
     def start(self, app: App) -> list[Event]:
         self._post = app.post_message
         self._launched = True
-        app.run_worker(self._run, thread=True, exit_on_error=False, name="hooktui model", group="model")
+        _LIVE.add(self)
+        threading.Thread(target=self._run, name="hooktui model", daemon=True).start()
         return []
 
     def _run(self) -> None:
@@ -136,6 +176,7 @@ class LiveSource(Source):
             self._finished.set()
 
     def _on_event(self, event: Event) -> None:
+        event = visible_event(event)  # on the worker thread: the app only ever sees safe text
         with self._lock:
             self._pending.append(event)
             notify = not self._notified
@@ -196,7 +237,7 @@ class LiveSource(Source):
         self.session.quit()
 
     def join(self, timeout: float) -> bool:
-        """Wait for the worker thread to end; True when it has (or never started)."""
+        """Wait for the model's thread to end; True when it has (or never started)."""
         if not self._launched:
             return True
         return self._finished.wait(timeout)

@@ -168,7 +168,9 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
 
     run(script())
     elapsed = time.monotonic() - holder["quit_at"]
-    assert app.source.join(0.0), "the model's worker is still running"
+    # The app never waits for the model (the terminal comes back first); the model's
+    # thread ends on its own at once when told to quit while paused.
+    assert app.source.join(1.0), "the model's worker is still running"
     assert app.session.state == "quit"
     thread = holder["thread"]
     thread.join(1.0)

@@ -39,3 +39,19 @@ class FailsInForward(nn.Module):
 
 def inputs():
     return torch.arange(8, dtype=torch.float32).reshape(2, 4) / 8
+
+
+class ExitsInForward(nn.Module):
+    """Calls sys.exit() in the middle of forward."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        import sys
+
+        y = self.fc(x)
+        sys.exit(3)
+        return y

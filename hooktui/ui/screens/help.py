@@ -23,7 +23,7 @@ def keys_table(bindings: list[tuple[str, str, str]]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for keys, description, _ in bindings:
-        table.add_row(keys, description)
+        table.add_row(Text(keys), Text(description))
     for keys, description in EXTRA:
         table.add_row(keys, Text(description, style="dim"))
     return table

@@ -61,9 +61,10 @@ def side_by_side(legacy: Event, full: Event, events: Sequence[Event], info: Trac
     """What each hook of one module call receives, in two columns."""
     who = legacy.module or "(root)"
     table = Table(expand=True, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), title_justify="left", title_style="bold")
-    table.title = f"{who} call {legacy.call}: one backward, two hooks (register_backward_hook vs full)"
-    table.add_column(f"legacy hook #{legacy.index}", ratio=1, header_style="bold red")
-    table.add_column(f"full backward hook #{full.index}", ratio=1, header_style="bold green")
+    # Rich reads a str title or header as markup: record text goes in as Text.
+    table.title = Text(f"{who} call {legacy.call}: one backward, two hooks (register_backward_hook vs full)", style="bold")
+    table.add_column(Text(f"legacy hook #{legacy.index}"), ratio=1, header_style="bold red")
+    table.add_column(Text(f"full backward hook #{full.index}"), ratio=1, header_style="bold green")
     left: list[RenderableType] = [Text.assemble(("attached to ", "dim"), (legacy.grad_fn or "?", "bold"), (" (the module's last op)", "dim"))]
     for tensor in legacy.tensors:
         if not tensor.name.startswith("grad_input"):

@@ -8,9 +8,12 @@ from textual.widgets import Input
 
 
 class FilterInput(Input):
+    # Input's own `:focus` rule draws a tall border; in one row that border would leave no
+    # room for the text being typed, so it is overridden for the focused state too.
     DEFAULT_CSS = """
-    FilterInput { display: none; height: 1; border: none; padding: 0 1; }
+    FilterInput, FilterInput:focus { display: none; height: 1; border: none; padding: 0 1; }
     FilterInput.-open { display: block; }
+    FilterInput:focus { background: $boost; }
     """
 
     BINDINGS = [Binding("escape", "clear_filter", "Clear filter", id="hooktui.filter.clear")]

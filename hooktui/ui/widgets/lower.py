@@ -21,7 +21,7 @@ from ...engine.records import Event, TensorRecord, TraceInfo
 from ..messages import TensorChosen
 from .autograd import AutogradPane
 from .explain import ExplainPane
-from .source_view import SourceView
+from .source_view import LinesFor, SourceView, call_site
 from .tensors import TensorsPane
 from .values import ValuesPane
 
@@ -44,10 +44,11 @@ class LowerPanes(Widget):
 
     wide: reactive[bool] = reactive(False, recompose=True)
 
-    def __init__(self, events: Sequence[Event] = (), info: TraceInfo | None = None, **kwargs) -> None:
+    def __init__(self, events: Sequence[Event] = (), info: TraceInfo | None = None, lines_for: LinesFor | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.events = events  # every firing known (the explain pane looks around the current one)
         self.info = info
+        self.lines_for = lines_for  # source lines by file name (the app's Source decides what may be read)
         self.hidden: set[str] = set()  # hook kinds not shown (legacy_backward when off)
         self.event: Event | None = None
         self.tensor_position = 0
@@ -87,7 +88,7 @@ class LowerPanes(Widget):
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
             "explain": ExplainPane(self.event, self.events, self.info, self.hidden, id="explain"),
             "autograd": AutogradPane(self.event, id="autograd"),
-            "source": SourceView(self.event, id="source"),
+            "source": SourceView(self.event, self.lines_for, call_site(self.event, self.events), id="source"),
         }
         if self.wide:
             panes["tensors"].border_title = "Tensors"
@@ -126,7 +127,7 @@ class LowerPanes(Widget):
         for pane in self.query(AutogradPane):
             pane.show(event)
         for pane in self.query(SourceView):
-            pane.show(event)
+            pane.show(event, call_site(event, self.events))
         self.refresh_explain()
 
     def refresh_explain(self) -> None:

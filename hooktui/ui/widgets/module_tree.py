@@ -13,6 +13,18 @@ from ...engine.records import ModuleInfo, TraceInfo
 CURRENT, BREAK, VISITED = "▶", "●", "✓"
 
 
+def fit_type(type_name: str, room: int) -> str:
+    """`type_name` in `room` cells: whole, or cut at a CamelCase word boundary with an
+    ellipsis (`NonDynamically…`), never in the middle of a word unless it is one word."""
+    if len(type_name) <= room:
+        return type_name
+    if room < 2:
+        return ""
+    cut = room - 1
+    bounds = [i for i in range(1, cut + 1) if type_name[i].isupper() and not type_name[i - 1].isupper()]
+    return type_name[: bounds[-1] if bounds else cut] + "…"
+
+
 class ModuleTree(Tree[str]):
     """Node data is the module's qualified name ("" for the root)."""
 
@@ -49,6 +61,10 @@ class ModuleTree(Tree[str]):
         node = self.cursor_node
         return None if node is None else node.data
 
+    def on_resize(self) -> None:
+        for name, node in self._module_nodes.items():
+            node.set_label(self._label(name, *self._marks.get(name, (False, False, False))))
+
     def update_marks(self, current: str | None, breakpoints: set[str], visited) -> None:
         """Refresh the marks; `visited(name)` says if a module fired in this phase so far."""
         for name, node in self._module_nodes.items():
@@ -69,7 +85,13 @@ class ModuleTree(Tree[str]):
         text.append(" ")
         text.append(name.rpartition(".")[2] if name else "(root)", "bold" if current else "")
         text.append(" ")
-        text.append(module.type, "bold" if not name else "dim")
+        node = self._module_nodes.get(name)
+        # Cells left for the type: the tree's guides take 2 a level, an unfold mark 2, the
+        # scrollbar 1. Before the first layout (width 0) the whole type.
+        depth = 0 if not name else name.count(".") + 1
+        indent = 2 * depth + (2 if node is not None and node.children else 0) + 1
+        room = self.size.width - indent - text.cell_len if self.size.width else len(module.type)
+        text.append(fit_type(module.type, room), "bold" if not name else "dim")
         return text
 
     def show_module(self, module: str) -> None:

@@ -1,8 +1,12 @@
-"""The code around the current firing's call site, that line highlighted."""
+"""The code around the current firing's call site, that line highlighted.
+
+The lines come from the app's Source (`lines_for`): a saved trace's stored lines, or a local
+file read only when it is a small regular Python file (engine/source_lines.py). Never a path
+opened on a record's word alone."""
 
 from __future__ import annotations
 
-import linecache
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -11,15 +15,38 @@ from textual.highlight import highlight
 from textual.widget import Widget
 
 from ...engine.records import Event, SourceLocation
+from ...visible import visible
 from ..paths import display_path
 
+LinesFor = Callable[[str], "Mapping[int, str] | None"]
 
-def read_lines(filename: str) -> list[str]:
-    lines = linecache.getlines(filename)
-    if not lines:
-        linecache.checkcache(filename)
-        lines = linecache.getlines(filename)
-    return lines
+
+def call_site(event: Event | None, events: Sequence[Event]) -> SourceLocation | None:
+    """Where the user's code made the call of `event`. A param_grad firing is recorded inside
+    torch (AccumulateGrad): show the call of its module's forward firing instead."""
+    if event is None:
+        return None
+    if event.hook == "param_grad" and event.forward_index is not None and 0 <= event.forward_index < len(events):
+        forward = events[event.forward_index]
+        if forward.index == event.forward_index and forward.source is not None:
+            return forward.source
+    return event.source
+
+
+def window(lines: Mapping[int, str], lineno: int, height: int) -> tuple[int, int] | None:
+    """First and last line number of the run of known lines around `lineno` that fits
+    `height`, the line itself about in the middle; None when `lineno` is not known."""
+    if lineno not in lines:
+        return None
+    first = last = lineno
+    before = (height - 1) // 2
+    while first - 1 in lines and lineno - (first - 1) <= before:
+        first -= 1
+    while last + 1 in lines and last - first + 1 < height:
+        last += 1
+    while first - 1 in lines and last - first + 1 < height:
+        first -= 1
+    return first, last
 
 
 class SourceView(Widget, can_focus=True):
@@ -27,13 +54,14 @@ class SourceView(Widget, can_focus=True):
     SourceView { height: 1fr; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    def __init__(self, event: Event | None = None, **kwargs) -> None:
+    def __init__(self, event: Event | None = None, lines_for: LinesFor | None = None, location: SourceLocation | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._source: SourceLocation | None = event.source if event else None
+        self._source: SourceLocation | None = location if location is not None else (event.source if event else None)
         self._event = event
+        self._lines_for = lines_for or (lambda filename: None)
 
-    def show(self, event: Event | None) -> None:
-        source = event.source if event else None
+    def show(self, event: Event | None, location: SourceLocation | None = None) -> None:
+        source = location if location is not None else (event.source if event else None)
         self._event = event
         if source != self._source or event is None:
             self._source = source
@@ -46,25 +74,24 @@ class SourceView(Widget, can_focus=True):
                 return Text("")
             return Text("no source location: the root module is called by hooktui, not by your code", style="dim")
         title = Text.assemble((display_path(source.filename), "bold"), f":{source.lineno}", (f" in {source.function}", "dim"))
-        lines = read_lines(source.filename)
-        if not lines or source.lineno > len(lines):
+        lines = self._lines_for(source.filename) or {}
+        height = max(1, self.content_size.height - 1)
+        span = window(lines, source.lineno, height)
+        if span is None:
             return Group(
                 title,
                 Text(f"{source.filename} is not readable here (a trace from another machine?); the recorded line:", style="dim italic"),
                 Text(f"{source.lineno:>5} ▶ {source.line}", style="bold"),
             )
-        height = max(1, self.content_size.height - 1)
-        before = (height - 1) // 2
-        first = max(1, source.lineno - before)
-        last = min(len(lines), first + height - 1)
-        first = max(1, min(first, last - height + 1))
         ansi = self.app.current_theme.name.startswith("ansi")
-        code = self._code(lines, first, last, source.lineno, self.content_size.width, ansi)
+        code = self._code(lines, *span, source.lineno, self.content_size.width, ansi)
         return Content("\n").join([Content.from_rich_text(title), *code])
 
     @staticmethod
-    def _code(lines: list[str], first: int, last: int, current: int, width: int, ansi: bool = False) -> list[Content]:
-        code = highlight("".join(lines[first - 1 : last]), language="python").split("\n")
+    def _code(lines: Mapping[int, str], first: int, last: int, current: int, width: int, ansi: bool = False) -> list[Content]:
+        # Stored or local lines are text like any other from a record: control characters
+        # made visible before they are highlighted.
+        code = highlight("\n".join(visible(lines[n].expandtabs(4)) for n in range(first, last + 1)), language="python").split("\n")
         width = len(str(last))
         out = []
         for number, line in zip(range(first, last + 1), code, strict=False):

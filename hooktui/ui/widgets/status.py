@@ -1,14 +1,19 @@
-"""The status line: state, phase, where in the firings, module and hook, the loss."""
+"""The status line: the facts about the current firing, most important first.
+
+At any width it shows, in this order, the state, the firing number, the module, the call,
+the hook and NaN/Inf flags; then, as far as they fit whole, the phase, where in the firings,
+the run's time and totals, the module's type, breakpoints and the loss. A part that does not
+fit is left out, never cut in the middle (`loss:` with nothing after it said nothing)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ...engine.records import Event
-from .timeline import module_label
+from .timeline import module_label, nonfinite
 
 STATE_STYLE = {
     "running": "bold black on yellow",
@@ -32,27 +37,35 @@ class StatusInfo:
     summary: str = ""
     breakpoints: tuple[str, ...] = ()
     break_on_backward: bool = False
+    wall_time: float | None = None  # seconds the model ran, shown once the run is done
 
 
-def status_text(s: StatusInfo) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f" {s.state} ", STATE_STYLE.get(s.state, "bold"))
+def status_parts(s: StatusInfo) -> list[Text]:
+    """Every part of the status line, most important first."""
+    parts = [Text(f" {s.state} ", STATE_STYLE.get(s.state, "bold"))]
     event = s.event
     if event is not None:
-        text.append(f" {event.phase} ", "bold")
-        text.append(f"#{event.index}", "bold")
-        text.append(f" firing {s.position + 1} of {s.total}{' so far' if s.more_coming else ''}")
+        parts.append(Text(f"#{event.index}", "bold"))
+        parts.append(Text(module_label(event.module), "bold"))
+        parts.append(Text(f"call {event.call}"))
+        parts.append(Text(event.hook, "italic"))
+        flag = nonfinite(event)
+        if flag:
+            parts.append(Text(f"{flag}!", "bold white on red"))
+        if not event.hook.startswith(event.phase):  # `backward_pre` says its phase already
+            parts.append(Text(event.phase))
+        position = Text(f"{s.position + 1}/{s.total}{' so far' if s.more_coming else ''}", "dim")
         if s.position < s.total - 1:
-            text.append(" (history)", "bold yellow")
-        text.append("  ")
-        text.append(module_label(event.module), "bold")
-        if event.module_type:
-            text.append(f" {event.module_type}", "dim")
-        text.append(f" {event.hook}", "italic")
+            position.append(" (history)", "bold yellow")
+        parts.append(position)
     elif s.total == 0:
-        text.append(" waiting for the first firing")
+        parts.append(Text("waiting for the first firing"))
     if s.summary:
-        text.append("  " + s.summary, "green")
+        if s.wall_time is not None:
+            parts.append(Text(f"ran {s.wall_time:.2f} s", "green"))
+        parts.append(Text(s.summary, "green"))
+    if event is not None and event.module_type:
+        parts.append(Text(event.module_type, "dim"))
     marks = []
     if len(s.breakpoints) in (1, 2):
         marks.append("● " + ", ".join(module_label(m) for m in s.breakpoints))
@@ -61,15 +74,37 @@ def status_text(s: StatusInfo) -> Text:
     if s.break_on_backward:
         marks.append("● at backward")
     if marks:
-        text.append("  " + " ".join(marks), "red")
-    text.append(f"  loss: {s.loss}", "dim")
+        parts.append(Text(" ".join(marks), "red"))
+    parts.append(Text(f"loss: {s.loss}", "dim"))
+    return parts
+
+
+def status_text(s: StatusInfo, width: int | None = None) -> Text:
+    """The parts that fit in `width` cells whole, in order, two spaces apart."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for part in status_parts(s):
+        gap = 0 if not text else 1 if text.plain.endswith(" ") else 2
+        if width is not None and text.cell_len + gap + part.cell_len > width:
+            continue  # left out whole; a later, shorter part may still fit
+        if gap:
+            text.append(" " * gap)
+        text.append_text(part)
     return text
 
 
-class StatusLine(Static):
+class StatusLine(Widget):
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; }
     """
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.info: StatusInfo | None = None
+
     def show(self, info: StatusInfo) -> None:
-        self.update(status_text(info))
+        self.info = info
+        self.refresh()
+
+    def render(self) -> Text:
+        # Fitted at render time: a resize re-fits it.
+        return Text("") if self.info is None else status_text(self.info, self.size.width)

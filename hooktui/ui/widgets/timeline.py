@@ -63,7 +63,11 @@ def nonfinite(event: Event) -> str:
 
 
 def main_shape(event: Event) -> str:
+    """The shape the shape column shows: a forward firing's output (its inputs are in its
+    forward_pre firing), else the first tensor present."""
     tensor = event.main_tensor
+    if event.hook == "forward":
+        tensor = next((t for t in event.tensors if t.name.startswith("output") and not t.is_missing), tensor)
     if tensor is not None:
         return shape_text(tensor)
     return "None" if event.tensors else "-"
@@ -239,9 +243,11 @@ class Timeline(ScrollView, can_focus=True):
                 self._choose_row(row)
 
     # -- rendering ---------------------------------------------------------------------
-    # (key, title, width, drop order: higher goes first when the pane is narrow)
-    COLUMNS = (("index", "#", 0, 0), ("phase", "ph", 3, 5), ("hook", "hook", 12, 1), ("module", "module", 0, 0),
-               ("call", "call", 4, 4), ("shape", "shape", 16, 2), ("node", "autograd node", 0, 3))
+    # (key, title, width, drop order: higher goes first when the pane is narrow; 0: never).
+    # What tells firings apart stays at any width: number, hook, module, call (a shared
+    # cell's calls look alike without it) and the NaN/Inf flag.
+    COLUMNS = (("index", "#", 0, 0), ("phase", "ph", 3, 3), ("hook", "hook", 12, 0), ("module", "module", 0, 0),
+               ("call", "call", 4, 0), ("flag", "!", 4, 0), ("shape", "shape", 16, 1), ("node", "autograd node", 0, 2))
     MODULE_MIN, NODE_MIN = 8, 12
 
     def _layout(self, width: int) -> list[tuple[str, int]]:
@@ -320,12 +326,11 @@ class Timeline(ScrollView, can_focus=True):
         segments = [Segment(s.text, row_style + s.style if s.style else row_style) for s in text.render(self.app.console)]
         return Strip(segments, self._line_width).extend_cell_length(self._line_width, row_style)
 
-    def _shape_cell(self, event: Event, selected: bool) -> tuple[str, Style | None]:
+    def _flag_cell(self, event: Event, selected: bool) -> tuple[str, Style | None]:
         flag = nonfinite(event)
         if not flag:
-            return main_shape(event), None
-        style = None if selected else self.get_component_rich_style("timeline--error", partial=True)
-        return f"{flag}! {main_shape(event)}", style
+            return "", None
+        return f"{flag}!", None if selected else self.get_component_rich_style("timeline--error", partial=True)
 
     def _header(self) -> Strip:
         style = self.get_component_rich_style("timeline--header")
@@ -357,7 +362,8 @@ class Timeline(ScrollView, can_focus=True):
                 "hook": (hook_label(event.hook), hook_style),
                 "module": (module_label(event.module), None),
                 "call": (str(event.call), dim),
-                "shape": self._shape_cell(event, selected),
+                "flag": self._flag_cell(event, selected),
+                "shape": (main_shape(event), None),
                 "node": (node_cell(event), dim),
             },
             base,

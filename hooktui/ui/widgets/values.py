@@ -102,13 +102,14 @@ class ValuesPane(Vertical):
         table.clear(columns=True)
         table.display = False
         if tensor is None:
-            title.update("no tensor selected")
+            title.update(Text("no tensor selected"))
             return
         if tensor.is_missing:
             title.update(Text(f"{tensor.name}: None ({tensor.missing or 'no value'})", style="yellow"))
             return
         if tensor.values is None or tensor.values_shape is None:
-            title.update(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else ""))
+            # Text, never a markup string: names come from the record (`x[/]` is a fine tensor name).
+            title.update(Text(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else "")))
             return
         rows, lead = grid(tensor, self.slice_no)
         table.display = True

@@ -1,0 +1,59 @@
+"""Running the app as the process's one job (`hooktui open` and `hooktui view`).
+
+- The exit status says how it ended: 0 after `q`, 1 when the app crashed (Textual's own
+  status; never 0), 128 + N after signal N (SIGTERM, SIGHUP: the terminal is restored first).
+- What the model printed while the app held the terminal is written to stderr afterwards.
+- The process ends within moments of the app, whatever the model is doing: its thread is
+  told to quit, but a model inside a 30 s forward or an endless loop only notices at its
+  next firing, so after a short wait the process exits without it (os._exit, once the
+  terminal is back and the streams are flushed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .app import HooktuiApp
+
+MODEL_GRACE = 0.1  # seconds the model's thread gets to end on its own after the app
+EXIT_CRASHED = 1
+
+
+def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
+    app.exit_on_signals = True
+    status = EXIT_CRASHED
+    try:
+        app.run(headless=headless)
+        status = exit_status(app)
+        _write_model_output(app.model_output)
+    finally:
+        if not app.source.join(MODEL_GRACE):
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):  # the terminal may be gone (SIGHUP)
+                    pass
+            os._exit(status)
+    return status
+
+
+def _write_model_output(output: list[str]) -> None:
+    if not output:
+        return
+    text = "".join(output)
+    try:
+        sys.stderr.write("hooktui: the model printed, while the app was open:\n" + text + ("" if text.endswith("\n") else "\n"))
+        sys.stderr.flush()
+    except (OSError, ValueError):  # no terminal left to print on
+        pass
+
+
+def exit_status(app: HooktuiApp) -> int:
+    """The app's return code; a crash is never 0."""
+    code = app.return_code
+    if getattr(app, "_exception", None) is not None and not code:
+        return EXIT_CRASHED
+    return EXIT_CRASHED if code is None else code

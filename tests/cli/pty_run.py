@@ -1,0 +1,104 @@
+"""Run `python -m hooktui ...` on a pseudo-terminal, as a user would: read every byte it
+writes to the terminal, press keys, send signals, time how long it takes to end."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What a well-behaved full-screen app leaves behind: alternate screen left, mouse
+# reporting off, the cursor shown.
+LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+MOUSE_OFF = b"\x1b[?1000l"
+
+
+class PtyApp:
+    def __init__(self, *args: str, size: tuple[int, int] = (80, 24), cwd: Path | str = ROOT, env: dict | None = None) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        self.slave_attrs = termios.tcgetattr(slave)  # cooked mode, before the app
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        environment.update({"TERM": "xterm-256color", "COLUMNS": str(size[0]), "LINES": str(size[1])})
+        environment.pop("NO_COLOR", None)
+        environment.update(env or {})
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hooktui", *map(str, args)],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,  # Textual draws on stderr
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+        )
+        self.slave = slave
+        self.output = bytearray()
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self.output += data
+
+    def text(self) -> bytes:
+        with self._lock:
+            return bytes(self.output)
+
+    def wait_for(self, pattern: bytes, timeout: float = 60.0) -> None:
+        """Wait until the terminal output matches `pattern` (a regex over bytes)."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.text()):
+            if self.process.poll() is not None:
+                raise AssertionError(f"hooktui exited ({self.process.returncode}) before {pattern!r}: {self.text()[-400:]!r}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {pattern!r}; last output {self.text()[-400:]!r}")
+            time.sleep(0.02)
+
+    def press(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def wait_exit(self, timeout: float) -> float:
+        """Seconds until the process ended (raises if it does not within `timeout`)."""
+        start = time.monotonic()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"hooktui did not exit within {timeout} s") from None
+        elapsed = time.monotonic() - start
+        self._reader.join(1.0)
+        return elapsed
+
+    def terminal_cooked(self) -> bool:
+        """The terminal is back in the mode it had before the app (echo, line editing)."""
+        attrs = termios.tcgetattr(self.slave)
+        lflag = attrs[3]
+        return bool(lflag & termios.ICANON) and bool(lflag & termios.ECHO)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+        for fd in (self.master, self.slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

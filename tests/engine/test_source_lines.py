@@ -1,0 +1,65 @@
+"""Source lines are read only from small regular Python files, never from a device, a pipe
+or /proc; saved traces carry the lines their firings need."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from hooktui.engine.records import Event, ModuleInfo, SourceLocation, TraceInfo
+from hooktui.engine.source_lines import CONTEXT, SOURCE_FILE_MAX, lines_near, read_source_file
+from hooktui.engine.trace_file import read_trace_file, write_trace
+
+
+def test_a_small_python_file_is_read(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("a = 1\nb = 2\n")
+    assert read_source_file(str(path)) == ["a = 1", "b = 2"]
+
+
+@pytest.mark.parametrize("name", ["/dev/tty", "/dev/zero", "/proc/self/environ", "/etc/passwd"])
+def test_devices_proc_and_non_python_files_are_not_read(name):
+    start = time.monotonic()
+    assert read_source_file(name) is None
+    assert time.monotonic() - start < 0.5
+
+
+def test_a_pipe_named_like_python_is_not_opened(tmp_path):
+    fifo = tmp_path / "model.py"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    assert read_source_file(str(fifo)) is None  # opening it would block until a writer came
+    assert time.monotonic() - start < 0.5
+
+
+def test_links_and_large_files_are_not_read(tmp_path):
+    link = tmp_path / "env.py"
+    link.symlink_to("/proc/self/environ")
+    assert read_source_file(str(link)) is None
+    big = tmp_path / "big.py"
+    big.write_bytes(b"#" * (SOURCE_FILE_MAX + 1))
+    assert read_source_file(str(big)) is None
+
+
+def test_lines_near_keeps_the_context_of_each_call_site(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("".join(f"line {n}\n" for n in range(1, 101)))
+    kept = lines_near([(str(path), 50), (str(path), 52), ("/dev/tty", 1)])
+    assert set(kept) == {str(path)}
+    assert sorted(kept[str(path)]) == list(range(50 - CONTEXT, 52 + CONTEXT + 1))
+    assert kept[str(path)][50] == "line 50"
+
+
+def test_a_saved_trace_carries_its_source_lines(tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text("".join(f"x{n} = {n}\n" for n in range(1, 41)))
+    event = Event(index=0, phase="forward", hook="forward", module="", module_type="M", call=0,
+                  source=SourceLocation(str(model), 20, "f", "x20 = 20"))
+    info = TraceInfo(model=str(model), modules=[ModuleInfo("", "M")], loss="l")
+    write_trace(tmp_path / "t.jsonl", info, [event])
+    model.unlink()  # the viewer needs no file
+    loaded = read_trace_file(tmp_path / "t.jsonl")
+    assert loaded.sources[str(model)][20] == "x20 = 20"
+    assert min(loaded.sources[str(model)]) == 20 - CONTEXT
