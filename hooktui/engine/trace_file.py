@@ -280,6 +280,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "values_shape": optional(SHAPE),
         "missing": optional(text(TEXT_MAX)),
         "note": optional(text(TEXT_MAX)),
+        "extra": boolean,
     },
     NodeRecord: {
         "name": NAME,
