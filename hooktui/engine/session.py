@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import stats
+from . import lazy_stats, stats
 from .capture import LiveFiring, Tracer
 from .gate import Breakpoint, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
@@ -154,6 +154,7 @@ class Session:
             final = "failed"
         finally:
             self.current = None
+            lazy_stats.flush_pending()  # device summaries reach the host once, here
         self._set_state(final)
         return self.trace
 
@@ -177,12 +178,16 @@ class Session:
             if self._on_event is not None:
                 self._on_event(event)
             self.current = live
-            self.gate.check(event, on_pause=lambda _: self._set_state("paused"))
+            self.gate.check(event, on_pause=self._on_pause)
             self.current = None
             if self.gate.take_step_into() and event.hook == "backward_pre" and self._tracer is not None:
                 self._tracer.step_into(live.call)
             if self.trace.state == "paused":
                 self._set_state("running")
+
+    def _on_pause(self, _event: Event) -> None:
+        lazy_stats.flush_pending()  # device summaries reach the host once per pause
+        self._set_state("paused")
 
     def _record_error(self, exc: BaseException, phase: str, index: int, failed_call=None) -> None:
         error = ErrorRecord(
