@@ -45,8 +45,13 @@ class Head:
     approx: bool
     sampled: int
     wide: bool  # values need float64 to stay exact
+    shape: list[int]
     block_shape: list[int] | None
-    block: torch.Tensor | None = field(default=None)
+    # The leading block's copy; WHOLE when the snapshot holds the whole tensor.
+    block: object = field(default=None)
+
+
+WHOLE = object()
 
 
 class Ready:
@@ -83,7 +88,11 @@ class HostSnapshot:
             if self._result is None:
                 head = self.head
                 if self.values is not None:
-                    result = finish(head, self.counts, None, _np(self.values), True, head.block)
+                    values = _np(self.values)
+                    block = head.block
+                    if block is WHOLE:
+                        block = _cut(values.reshape(head.shape), head.block_shape)
+                    result = finish(head, self.counts, None, values, True, block)
                 else:
                     result = finish(head, self.counts, self.moments, _np(self.sample), False, head.block)
                 self._result = result
@@ -277,8 +286,12 @@ def _zeros(finite: np.ndarray, n_finite: int, lo: float, hi: float, exact: bool)
     return zeros if exact or not finite.size else round(zeros * n_finite / finite.size)
 
 
+def _cut(values: np.ndarray, keep: list[int]) -> np.ndarray:
+    return values[tuple(slice(0, k) for k in keep)]
+
+
 def _np(t) -> np.ndarray:
     """A CPU tensor (any dtype) or array as float64 numpy."""
-    if isinstance(t, np.ndarray):
-        return t.astype(np.float64, copy=False)
+    if isinstance(t, (np.ndarray, np.generic)):
+        return np.asarray(t, dtype=np.float64).reshape(-1)
     return t.detach().reshape(-1).to(torch.float64).numpy()

@@ -43,17 +43,45 @@ def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
     node = real_node(node)
     if node is None:
         return None
+    if torch._C._current_graph_task_id() != -1:
+        # In backward, nodes run and free their saved tensors: describe afresh.
+        _FORWARD_RECORDS.clear()
+        return _describe(node, depth, breadth, None)
+    return _describe(node, depth, breadth, _FORWARD_RECORDS)
+
+
+# Outside backward no node has run, so a node's record cannot change: consecutive
+# forward firings share the records of the nodes their trees have in common (most of
+# them). Keyed by id; the entry holds the node itself so the id cannot be recycled.
+_FORWARD_RECORDS: dict[tuple[int, int], tuple[object, NodeRecord]] = {}
+_FORWARD_RECORDS_MAX = 4096
+
+
+def forget_forward_nodes() -> None:
+    """Drop the cached records (and the nodes they hold) when a run ends."""
+    _FORWARD_RECORDS.clear()
+
+
+def _describe(node, depth: int, breadth: int, cache: dict | None) -> NodeRecord:
+    if cache is not None:
+        hit = cache.get((id(node), depth))
+        if hit is not None and hit[0] is node:
+            return hit[1]
     record = NodeRecord(name=name_of(node), seq_nr=_seq_nr(node), saved=_saved_shapes(node))
     if depth > 0:
-        nexts = list(node.next_functions)
+        nexts = node.next_functions
         record.truncated = len(nexts) > breadth
-        record.next = [describe_node(n, depth - 1, breadth) if n is not None else None for n, _ in nexts[:breadth]]
+        record.next = [_describe(n, depth - 1, breadth, cache) if n is not None else None for n, _ in nexts[:breadth]]
     else:
         record.truncated = bool(node.next_functions)
     if name_of(node) == "torch::autograd::AccumulateGrad":
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             record.saved["variable"] = list(variable.shape)
+    if cache is not None:
+        if len(cache) >= _FORWARD_RECORDS_MAX:
+            cache.clear()
+        cache[(id(node), depth)] = (node, record)
     return record
 
 
@@ -83,14 +111,30 @@ def _seq_nr(node) -> int | None:
         return None
 
 
+# Per node class: (key, `_saved_*` attribute, its `_raw_saved_*` twin) for each saved
+# slot that can hold tensors (PyTorch generates the raw twin exactly for those). Listing
+# them once per class, not with dir() per node, is most of what describing a node costs.
+_SAVED_SLOTS: dict[type, list[tuple[str, str, str]]] = {}
+
+
+def _saved_slots(node) -> list[tuple[str, str, str]]:
+    kind = type(node)
+    slots = _SAVED_SLOTS.get(kind)
+    if slots is None:
+        names = set(dir(node))
+        slots = _SAVED_SLOTS[kind] = [
+            (attr.removeprefix("_saved_"), attr, "_raw" + attr)
+            for attr in sorted(names)
+            if attr.startswith("_saved_") and not attr.startswith("_saved_raw") and "_raw" + attr in names
+        ]
+    return slots
+
+
 def _saved_shapes(node) -> dict[str, list[int] | str]:
     """Shapes of the node's saved tensors (`_saved_*`), or why they are gone."""
     saved: dict[str, list[int] | str] = {}
-    for attr in dir(node):
-        if not attr.startswith("_saved_") or attr.startswith("_saved_raw"):
-            continue
-        key = attr.removeprefix("_saved_")
-        if _has_unpack_hook(node, "_raw" + attr):
+    for key, attr, raw_attr in _saved_slots(node):
+        if _has_unpack_hook(node, raw_attr):
             # Unpacking would run the hook: activation checkpointing recomputes the
             # forward there, and a second unpack in backward then fails.
             saved[key] = "packed by a saved-tensor hook"

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import lazy_stats, stats
+from . import lazy_stats, nodes, stats
 from .capture import LiveFiring, Tracer
 from .gate import Breakpoint, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
@@ -155,6 +155,7 @@ class Session:
         finally:
             self.current = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
+            nodes.forget_forward_nodes()
         self._set_state(final)
         return self.trace
 

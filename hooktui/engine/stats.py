@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from . import lazy_stats
+from .nodes import name_of
 from .records import LazyTensorRecord, TensorRecord
 
 HIST_BINS = lazy_stats.HIST_BINS
@@ -57,25 +58,25 @@ class StatsOptions:
 def describe(name: str, tensor: torch.Tensor, options: StatsOptions = StatsOptions(), **extra) -> TensorRecord:
     """A record for `tensor` whose stats and values are those it has now, computed on first read."""
     grad_fn = tensor.grad_fn
-    meta = dict(
-        name=name,
-        shape=list(tensor.shape),
-        dtype=_dtype_name(tensor.dtype),
-        device=str(tensor.device),
-        requires_grad=tensor.requires_grad,
-        grad_fn=None if grad_fn is None else grad_fn.name(),
-        **extra,
-    )
-    if tensor.is_sparse or tensor.layout != torch.strided or tensor.device.type == "meta":
-        record = TensorRecord(**meta)
+    if tensor.layout != torch.strided or tensor.device.type == "meta":
+        record = TensorRecord(
+            name=name, shape=list(tensor.shape), dtype=_dtype_name(tensor.dtype), device=str(tensor.device),
+            requires_grad=tensor.requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
+        )
         record.note = f"{tensor.layout} tensor: no stats"
         return record
-    summary = _recent().get(tensor, options)
+    recent = _recent()
+    summary = recent.get(tensor, options)
     if summary is None:
-        with torch.no_grad():
-            summary = snapshot(tensor.detach(), options)
-        _recent().put(tensor, options, summary)
-    return _lazy_record(summary, **meta)
+        # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
+        summary = snapshot(tensor.detach(), options)
+        recent.put(tensor, options, summary)
+    record = LazyTensorRecord.__new__(LazyTensorRecord)
+    record.name, record.shape, record.dtype, record.device = name, list(tensor.shape), _dtype_name(tensor.dtype), str(tensor.device)
+    record.requires_grad, record.grad_fn = tensor.requires_grad, None if grad_fn is None else name_of(grad_fn)
+    record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
+    record._summary = summary
+    return record
 
 
 def missing(name: str, reason: str, **extra) -> TensorRecord:
@@ -97,14 +98,19 @@ def snapshot(t: torch.Tensor, options: StatsOptions):
     approx = numel > options.max_exact
     # An evenly strided view: a fixed number of elements whatever the size.
     work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
-    block, block_shape = _leading_block(t, options.max_values) if options.keep_values else (None, None)
-    head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, block_shape=block_shape)
+    keep = options.keep_values
+    block_shape = leading_block_shape(shape, options.max_values) if keep else None
+    head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
     if options.defer_host or flat.device.type != "cpu":
-        return lazy_stats.DeviceSnapshot.take(head, flat, work, block, options.snapshot_size)
+        return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
     counts = _exact_counts(flat)
-    head.block = None if block is None else block.clone()
     if work.numel() <= options.snapshot_size:
+        if keep and not approx:
+            head.block = lazy_stats.WHOLE  # the copy below holds the block: cut it out when read
+        elif keep:
+            head.block = _block(t, block_shape).clone()
         return lazy_stats.HostSnapshot(head, counts, work.clone())
+    head.block = _block(t, block_shape).clone() if keep else None
     return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, has_nonfinite=any(counts), sample_size=options.snapshot_size))
 
 
@@ -155,15 +161,6 @@ def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int):
             var = (torch.std(work.double() / scale).item() * scale) ** 2 if scale > 0 else 0.0
         std = math.sqrt(var)
     return (n, lo, hi, mean, std, norm), sample
-
-
-def _lazy_record(summary, *, name, shape, dtype, device, requires_grad, grad_fn, target=None, note=None, missing=None):
-    record = LazyTensorRecord.__new__(LazyTensorRecord)
-    record.name, record.shape, record.dtype, record.device = name, shape, dtype, device
-    record.requires_grad, record.grad_fn, record.target = requires_grad, grad_fn, target
-    record.missing, record.note = missing, note
-    record._summary = summary
-    return record
 
 
 class _RecentSummaries:
@@ -217,15 +214,15 @@ def _dtype_name(dtype: torch.dtype) -> str:
 _WIDE = (torch.float64, torch.int64, torch.int32, torch.uint8, torch.int16, torch.int8, torch.complex128)
 
 
-def _leading_block(t: torch.Tensor, budget: int) -> tuple[torch.Tensor, list[int]]:
-    """The block t[:k0, :k1, ...] with the product of k at most `budget`.
+def leading_block_shape(shape: list[int], budget: int) -> list[int]:
+    """The shape k of the block t[:k0, :k1, ...] kept for the values pane, with the
+    product of k at most `budget`.
 
     The last two dimensions get most of the budget (they form the 2-D grid in the
     values pane); leading dimensions keep as many indices as what is left allows.
     """
-    shape = list(t.shape)
-    if t.numel() <= budget:
-        return t, shape
+    if math.prod(shape) <= budget:
+        return list(shape)
     keep = [1] * len(shape)
     remaining = budget
     for dim in reversed(range(len(shape))):
@@ -233,4 +230,11 @@ def _leading_block(t: torch.Tensor, budget: int) -> tuple[torch.Tensor, list[int
         cap = 32 if dim >= len(shape) - 2 else shape[dim]
         keep[dim] = max(1, min(shape[dim], cap, remaining))
         remaining = max(1, remaining // keep[dim])
-    return t[tuple(slice(0, k) for k in keep)], keep
+    return keep
+
+
+def _block(t: torch.Tensor, keep: list[int]) -> torch.Tensor:
+    for dim, k in enumerate(keep):
+        if k < t.shape[dim]:
+            t = t.narrow(dim, 0, k)
+    return t
