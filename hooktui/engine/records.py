@@ -125,7 +125,7 @@ class LazyTensorRecord(TensorRecord):
         return values.tolist() if name == "values" and values is not None else getattr(self, name)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeRecord:
     """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
 
@@ -151,7 +151,7 @@ class ErrorRecord:
     traceback: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One hook firing."""
 

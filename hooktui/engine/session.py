@@ -6,6 +6,7 @@ come from any other thread. `record()` is the same run without pauses.
 
 from __future__ import annotations
 
+import gc
 import threading
 import traceback
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
+
+_FREEZE_EVERY = 1024  # firings between gc.freeze() calls while running
 
 STATES = ("ready", "running", "paused", "finished", "failed", "quit")
 
@@ -156,6 +159,7 @@ class Session:
             self.current = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
             nodes.forget_forward_nodes()
+            gc.unfreeze()  # garbage cycles the model made during the run can be collected again
         self._set_state(final)
         return self.trace
 
@@ -176,6 +180,10 @@ class Session:
     def _emit(self, event: Event, live: LiveFiring) -> None:
         with self._lock:
             self.trace.events.append(event)
+            if len(self.trace.events) % _FREEZE_EVERY == 0:
+                # Records live long and hold no cycles: out of the collector's way, or
+                # each collection walks every record so far (a quadratic run-through).
+                gc.freeze()
             if self._on_event is not None:
                 self._on_event(event)
             self.current = live
