@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +30,10 @@ MAX_PENDING_ELEMENTS = 1 << 23
 
 # Transfers from a device snapshot to the host (tests count them; one per flush).
 host_transfers = 0
+# Bytes of host snapshots and value blocks kept, all runs together. Past it, the oldest
+# summaries are resolved and their value blocks dropped (their stats stay): memory stays
+# bounded however long the run, and recent firings keep their values.
+SNAPSHOT_BUDGET_BYTES = 64 << 20
 
 _resolve_lock = threading.Lock()
 
@@ -74,11 +80,18 @@ class HostSnapshot:
     """A CPU snapshot: the exact non-finite counts, and either the values themselves
     (`values`, small tensors) or exact moments and a sample of the finite values."""
 
-    __slots__ = ("head", "counts", "values", "moments", "sample", "_result")
+    __slots__ = ("head", "counts", "values", "moments", "sample", "_result", "__weakref__")
 
     def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None) -> None:
         self.head, self.counts, self.values, self.moments, self.sample = head, counts, values, moments, sample
         self._result = None
+        _budget.add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
+
+    def drop_values(self) -> None:
+        """Keep the statistics, forget the value block (the budget is spent)."""
+        stats = self.resolve()[0]
+        with _resolve_lock:
+            self._result = (stats, None, None)
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
         return self.counts
@@ -98,6 +111,37 @@ class HostSnapshot:
                 self._result = result
                 self.values = self.sample = head.block = None
             return self._result
+
+
+class _Budget:
+    """Host snapshots in the order they were taken, with the bytes each holds."""
+
+    def __init__(self) -> None:
+        self._entries: deque = deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, snap: HostSnapshot, nbytes: int) -> None:
+        evict = []
+        with self._lock:
+            # Weak: a trace that is dropped takes its snapshots with it.
+            self._entries.append((weakref.ref(snap), nbytes))
+            self._bytes += nbytes
+            while self._bytes > SNAPSHOT_BUDGET_BYTES and len(self._entries) > 1:
+                old, size = self._entries.popleft()
+                self._bytes -= size
+                evict.append(old)
+        for ref in evict:
+            old = ref()
+            if old is not None:
+                old.drop_values()
+
+
+_budget = _Budget()
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
 
 class DeviceSnapshot:

@@ -39,49 +39,79 @@ def node_name(node) -> str | None:
 
 
 def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
-    """A NodeRecord for `node` with its next_functions `depth` levels deep."""
+    """A NodeRecord for `node` with its next_functions `depth` levels deep.
+
+    Records are shared between firings whose trees have nodes in common (most of them):
+    outside backward no node has run, so a cached record is used as it is; in backward
+    nodes run and free their saved tensors, so each node's saved shapes are read again
+    and its cached record is used only if they and its children's records are unchanged.
+    """
     node = real_node(node)
     if node is None:
         return None
-    if torch._C._current_graph_task_id() != -1:
-        # In backward, nodes run and free their saved tensors: describe afresh.
-        _FORWARD_RECORDS.clear()
-        return _describe(node, depth, breadth, None)
-    return _describe(node, depth, breadth, _FORWARD_RECORDS)
+    return _describe(node, depth, breadth, trust=torch._C._current_graph_task_id() == -1)
 
 
-# Outside backward no node has run, so a node's record cannot change: consecutive
-# forward firings share the records of the nodes their trees have in common (most of
-# them). Keyed by id; the entry holds the node itself so the id cannot be recycled.
-_FORWARD_RECORDS: dict[tuple[int, int], tuple[object, NodeRecord]] = {}
-_FORWARD_RECORDS_MAX = 4096
+# (id(node), depth) -> (node, record); the entry holds the node itself so the id cannot
+# be recycled while it is cached. Cleared when a run ends.
+_RECORDS: dict[tuple[int, int], tuple[object, NodeRecord]] = {}
+_RECORDS_MAX = 4096
 
 
 def forget_forward_nodes() -> None:
     """Drop the cached records (and the nodes they hold) when a run ends."""
-    _FORWARD_RECORDS.clear()
+    _RECORDS.clear()
+    _SAVED.clear()
 
 
-def _describe(node, depth: int, breadth: int, cache: dict | None) -> NodeRecord:
-    if cache is not None:
-        hit = cache.get((id(node), depth))
-        if hit is not None and hit[0] is node:
-            return hit[1]
-    record = NodeRecord(name=name_of(node), seq_nr=_seq_nr(node), saved=_saved_shapes(node))
-    if depth > 0:
-        nexts = node.next_functions
-        record.truncated = len(nexts) > breadth
-        record.next = [_describe(n, depth - 1, breadth, cache) if n is not None else None for n, _ in nexts[:breadth]]
-    else:
-        record.truncated = bool(node.next_functions)
+# One dict per distinct set of saved shapes ({"mat1": [32, 64], "mat2": [64, 64]} recurs
+# in every layer of a stack): records share them, and never modify them.
+_SAVED: dict[tuple, dict] = {}
+
+
+def _interned(saved: dict) -> dict:
+    key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in saved.items())
+    shared = _SAVED.get(key)
+    if shared is None:
+        if len(_SAVED) >= _RECORDS_MAX:
+            _SAVED.clear()
+        shared = _SAVED[key] = saved
+    return shared
+
+
+def _describe(node, depth: int, breadth: int, trust: bool) -> NodeRecord:
+    key = (id(node), depth)
+    hit = _RECORDS.get(key)
+    cached = hit[1] if hit is not None and hit[0] is node else None
+    if cached is not None and trust:
+        return cached
+    saved = _saved_shapes(node)
     if name_of(node) == "torch::autograd::AccumulateGrad":
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
-            record.saved["variable"] = list(variable.shape)
-    if cache is not None:
-        if len(cache) >= _FORWARD_RECORDS_MAX:
-            cache.clear()
-        cache[(id(node), depth)] = (node, record)
+            saved["variable"] = list(variable.shape)
+    saved = _interned(saved)
+    nexts = node.next_functions
+    children: list[NodeRecord | None] = []
+    if depth > 0:
+        children = [_describe(n, depth - 1, breadth, trust) if n is not None else None for n, _ in nexts[:breadth]]
+    if (
+        cached is not None
+        and cached.saved == saved
+        and len(cached.next) == len(children)
+        and all(a is b for a, b in zip(cached.next, children))
+    ):
+        return cached
+    record = NodeRecord(
+        name=name_of(node),
+        seq_nr=_seq_nr(node),
+        saved=saved,
+        next=children,
+        truncated=len(nexts) > breadth if depth > 0 else bool(nexts),
+    )
+    if len(_RECORDS) >= _RECORDS_MAX:
+        _RECORDS.clear()
+    _RECORDS[key] = (node, record)
     return record
 
 

@@ -202,3 +202,15 @@ def test_running_through_on_the_deferred_path_reads_nothing_back_until_the_end(m
     records = [t for e in session.events for t in e.tensors if isinstance(t, LazyTensorRecord)]
     assert records and all(r.stats is not None for r in records)
     assert lazy_stats.host_transfers - before == 1  # reading them copies nothing more
+
+
+def test_past_the_snapshot_budget_the_oldest_firings_keep_their_stats_and_drop_their_values(monkeypatch):
+    monkeypatch.setattr(lazy_stats, "SNAPSHOT_BUDGET_BYTES", 64 * 1024)  # room for ~16 of these
+    tensors = [torch.full((32, 32), float(i)) for i in range(40)]  # 4 KB each
+    records = [describe("x", t) for t in tensors]
+    oldest, newest = records[0], records[-1]
+    assert oldest.values is None  # dropped: the values pane says "no values kept"
+    assert oldest.stats.min == oldest.stats.max == 0.0 and oldest.stats.count == 1024
+    assert newest.values == [39.0] * 1024 and newest.stats.mean == 39.0
+    kept = sum(r.values is not None for r in records)
+    assert 8 <= kept <= 17
