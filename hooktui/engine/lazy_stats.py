@@ -30,7 +30,7 @@ MAX_PENDING_ELEMENTS = 1 << 23
 
 # Transfers from a device snapshot to the host (tests count them; one per flush).
 host_transfers = 0
-# Bytes of host snapshots and value blocks kept, all runs together. Past it, the oldest
+# Bytes of host snapshots and value blocks kept per run (per thread outside runs). Past it, the oldest
 # summaries are resolved and their value blocks dropped (their stats stay): memory stays
 # bounded however long the run, and recent firings keep their values.
 SNAPSHOT_BUDGET_BYTES = 64 << 20
@@ -85,7 +85,7 @@ class HostSnapshot:
     def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None) -> None:
         self.head, self.counts, self.values, self.moments, self.sample = head, counts, values, moments, sample
         self._result = None
-        _budget.add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
+        _current_budget().add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
@@ -137,7 +137,17 @@ class _Budget:
                 old.drop_values()
 
 
-_budget = _Budget()
+def _current_budget() -> _Budget:
+    budget = getattr(_local, "budget", None)
+    if budget is None:
+        budget = _local.budget = _Budget()
+    return budget
+
+
+def start_run() -> None:
+    """A run starts on this thread: its snapshots get a budget of their own, so the
+    snapshots of earlier traces (alive or not yet collected) never spend it."""
+    _local.budget = _Budget()
 
 
 def _nbytes(t) -> int:

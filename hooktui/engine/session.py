@@ -132,6 +132,7 @@ class Session:
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
+        lazy_stats.start_run()
         self._set_state("running")
         final = "finished"
         try:

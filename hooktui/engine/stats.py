@@ -90,6 +90,15 @@ def snapshot(t: torch.Tensor, options: StatsOptions):
     wide = t.dtype in _WIDE
     if numel == 0:
         return lazy_stats.Ready(lazy_stats.empty_stats(), [], shape)
+    keep = options.keep_values
+    if numel <= options.snapshot_size and numel <= options.max_exact and not options.defer_host \
+            and not t.is_complex() and t.device.type == "cpu":
+        # The common case, kept short (it runs for most tensors of most firings): a sum
+        # and a copy of the whole tensor, which also holds the value block.
+        head = lazy_stats.Head(count=numel, of="values", approx=False, sampled=numel, wide=wide, shape=shape,
+                               block_shape=leading_block_shape(shape, options.max_values) if keep else None)
+        head.block = lazy_stats.WHOLE if keep else None
+        return lazy_stats.HostSnapshot(head, _exact_counts(t)[0], t.clone())
     of = "values"
     if t.is_complex():
         t = t.abs()
@@ -98,12 +107,11 @@ def snapshot(t: torch.Tensor, options: StatsOptions):
     approx = numel > options.max_exact
     # An evenly strided view: a fixed number of elements whatever the size.
     work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
-    keep = options.keep_values
     block_shape = leading_block_shape(shape, options.max_values) if keep else None
     head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
     if options.defer_host or flat.device.type != "cpu":
         return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
-    counts = _exact_counts(flat)
+    counts, total = _exact_counts(flat)
     if work.numel() <= options.snapshot_size:
         if keep and not approx:
             head.block = lazy_stats.WHOLE  # the copy below holds the block: cut it out when read
@@ -111,23 +119,27 @@ def snapshot(t: torch.Tensor, options: StatsOptions):
             head.block = _block(t, block_shape).clone()
         return lazy_stats.HostSnapshot(head, counts, work.clone())
     head.block = _block(t, block_shape).clone() if keep else None
-    return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, has_nonfinite=any(counts), sample_size=options.snapshot_size))
+    return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, any(counts), options.snapshot_size, None if approx else total))
 
 
-def _exact_counts(flat: torch.Tensor) -> tuple[int, int, int]:
-    """(NaN, +Inf, -Inf) in `flat`, exact. A finite sum proves there are none (a finite
-    tensor whose sum overflows just takes the slow path)."""
+_NO_NONFINITE = (0, 0, 0)
+
+
+def _exact_counts(flat: torch.Tensor) -> tuple[tuple[int, int, int], float | None]:
+    """(NaN, +Inf, -Inf) in `flat`, exact, and its sum when finite (float tensors). A finite
+    sum proves there are none (a finite tensor whose sum overflows takes the slow path)."""
     if not flat.is_floating_point():
-        return (0, 0, 0)
-    total = flat.sum(dtype=torch.float32) if flat.dtype in (torch.float16, torch.bfloat16) else flat.sum()
-    if math.isfinite(total.item()):
-        return (0, 0, 0)
-    return (int(torch.isnan(flat).sum()), int(torch.isposinf(flat).sum()), int(torch.isneginf(flat).sum()))
+        return _NO_NONFINITE, None
+    total = (flat.sum(dtype=torch.float32) if flat.dtype in (torch.float16, torch.bfloat16) else flat.sum()).item()
+    if math.isfinite(total):
+        return _NO_NONFINITE, total
+    return (int(torch.isnan(flat).sum()), int(torch.isposinf(flat).sum()), int(torch.isneginf(flat).sum())), None
 
 
-def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int):
+def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int, total: float | None = None):
     """Exact (finite count, min, max, mean, std, norm) of a large tensor's finite values,
-    and an evenly strided sample of them: a few full passes, all on the CPU."""
+    and an evenly strided sample of them: a few full passes, all on the CPU. `total`: the
+    sum of `work`, when the non-finite check already took it."""
     if not work.is_floating_point():
         work = work.double()  # integers and bools: exact in float64, no overflow
     elif work.dtype in (torch.float16, torch.bfloat16):
@@ -140,7 +152,8 @@ def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int):
         return (0, None, None, None, None, None), sample
     lo_t, hi_t = torch.aminmax(work)
     lo, hi = lo_t.item(), hi_t.item()
-    total = work.sum().item()
+    if total is None or has_nonfinite:
+        total = work.sum().item()
     sumsq = torch.dot(work, work).item()
     scale = max(abs(lo), abs(hi))
     if not (math.isfinite(total) and math.isfinite(sumsq)):

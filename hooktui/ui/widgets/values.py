@@ -26,6 +26,17 @@ def slice_count(tensor: TensorRecord | None) -> int:
     return max(1, math.prod(tensor.values_shape[:-2])) if len(tensor.values_shape) > 2 else 1
 
 
+def unkept_slices_text(tensor: TensorRecord | None) -> str | None:
+    """What to say when `[`/`]` would go past the kept block: the tensor has more 2-D
+    slices than were kept at the firing (records keep a leading block of values only)."""
+    if tensor is None or tensor.shape is None or tensor.values is None or tensor.values_shape is None:
+        return None
+    if len(tensor.shape) <= 2 or math.prod(tensor.shape[:-2]) <= slice_count(tensor):
+        return None
+    return (f"only the first {dims_text(tensor.values_shape)} of {shape_text(tensor)} was kept at this firing: "
+            "the other slices were not recorded")
+
+
 def slice_index(block: list[int], n: int) -> list[int]:
     """Slice number `n` as indices into the leading dims of `block` (row-major)."""
     lead = block[:-2]
@@ -85,6 +96,9 @@ class ValuesPane(Vertical):
 
     def step_slice(self, delta: int, outer: bool = False) -> None:
         count = self.slices
+        past_end = not 0 <= self.slice_no + delta < count
+        if past_end and self._composed and (message := unkept_slices_text(self.tensor)):
+            self.notify(message, severity="warning")  # never a silent no-op
         if count <= 1 or self.tensor is None or self.tensor.values_shape is None:
             return
         if outer:
