@@ -58,7 +58,7 @@ _RECORDS: dict[tuple[int, int], tuple[object, NodeRecord]] = {}
 _RECORDS_MAX = 4096
 
 
-def forget_forward_nodes() -> None:
+def forget_node_records() -> None:
     """Drop the cached records (and the nodes they hold) when a run ends."""
     _RECORDS.clear()
     _SAVED.clear()

@@ -159,7 +159,7 @@ class Session:
         finally:
             self.current = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
-            nodes.forget_forward_nodes()
+            nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
         self._set_state(final)
         return self.trace
