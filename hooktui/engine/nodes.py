@@ -185,7 +185,11 @@ def _has_unpack_hook(node, raw_attr: str) -> bool:
     """Whether a saved tensor (`_raw_saved_*`, not unpacked) carries a saved-tensor hook."""
     try:
         raw = getattr(node, raw_attr, None)
-        items = raw if isinstance(raw, (tuple, list)) else [raw]
-        return any(getattr(item, "unpack_hook", None) is not None for item in items)
+        if not isinstance(raw, (tuple, list)):
+            return getattr(raw, "unpack_hook", None) is not None  # the common case, without a generator
+        for item in raw:
+            if getattr(item, "unpack_hook", None) is not None:
+                return True
+        return False
     except RuntimeError:
         return False
