@@ -15,14 +15,16 @@ PHASES = ("forward", "backward")
 HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "error")
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorStats:
-    """Summary of one tensor, computed on its device (see engine/stats.py).
+    """Summary of one tensor, as it was when its firing happened (see engine/stats.py).
 
     min/max/mean/std/absmax/norm are over the finite values only; NaN and +/-Inf are
-    counted separately. `approx` is true when the tensor was too large and the numbers
-    come from an evenly strided sample of `sampled` elements. For complex tensors the
-    numbers describe |z| (`of == "abs"`).
+    counted separately, always exactly. `approx` is true when the tensor was too large
+    and the numbers come from an evenly strided sample of `sampled` elements. For complex
+    tensors the numbers describe |z| (`of == "abs"`). `hist_sampled > 0`: the histogram
+    and `zeros` come from an evenly strided sample of that many elements (zeros scaled
+    to the whole); 0 means they are exact.
     """
 
     count: int
@@ -44,9 +46,10 @@ class TensorStats:
     approx: bool = False
     sampled: int = 0
     of: str = "values"
+    hist_sampled: int = 0
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class TensorRecord:
     """One tensor of a firing, or a missing one (`shape is None`, `missing` says why)."""
 
@@ -77,8 +80,55 @@ class TensorRecord:
     def values_complete(self) -> bool:
         return self.values is not None and self.values_shape == self.shape
 
+    @property
+    def nonfinite_counts(self) -> tuple[int, int, int] | None:
+        """(NaN, +Inf, -Inf) in the whole tensor, exact; None without stats. Cheap on a
+        lazy record: known at firing time, without computing the other statistics."""
+        stats = self.stats
+        return None if stats is None else (stats.nan, stats.posinf, stats.neginf)
 
-@dataclass
+    def __eq__(self, other: object) -> bool:
+        # By field values, so a lazily summarised record equals its plain twin (a trace file's).
+        if not isinstance(other, TensorRecord):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(TensorRecord))
+
+
+_LAZY_FIELDS = frozenset(("stats", "values", "values_shape"))
+
+
+class LazyTensorRecord(TensorRecord):
+    """A TensorRecord whose stats and value block are computed on first access.
+
+    The engine builds it with the cheap, exact facts filled in and `_summary`, an object
+    whose `resolve()` returns `(stats, values, values_shape)` from a snapshot taken at
+    firing time (engine/lazy_stats.py). Unset slots make attribute lookup fall through
+    to `__getattr__`. `values` is rebuilt as a list on each read from a compact buffer
+    (a list of 1,024 Python floats costs ~32 KB; the buffer 4-8 KB).
+    """
+
+    __slots__ = ("_summary",)
+
+    @property
+    def nonfinite_counts(self) -> tuple[int, int, int] | None:
+        try:
+            stats = object.__getattribute__(self, "stats")
+        except AttributeError:
+            return self._summary.nonfinite_counts()
+        return None if stats is None else (stats.nan, stats.posinf, stats.neginf)
+
+    def __getattr__(self, name: str):
+        if name not in _LAZY_FIELDS:
+            raise AttributeError(name)
+        stats, values, values_shape = self._summary.resolve()
+        self.stats = stats
+        self.values_shape = values_shape
+        if values is None:
+            self.values = None
+        return values.tolist() if name == "values" and values is not None else getattr(self, name)
+
+
+@dataclass(slots=True)
 class NodeRecord:
     """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
 
@@ -104,7 +154,7 @@ class ErrorRecord:
     traceback: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One hook firing."""
 

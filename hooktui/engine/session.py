@@ -6,6 +6,7 @@ come from any other thread. `record()` is the same run without pauses.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import traceback
@@ -17,13 +18,15 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from . import stats
+from . import lazy_stats, nodes, stats
 from .capture import LiveFiring, Tracer
 from .gate import MODEL_ERRORS, Breakpoint, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
+
+_FREEZE_EVERY = 1024  # firings between gc.freeze() calls while running
 
 STATES = ("ready", "running", "paused", "finished", "failed", "quit")
 
@@ -142,6 +145,7 @@ class Session:
         self._on_event, self._on_state = on_event, on_state
         lazy = has_lazy_params(self.model)
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
+        lazy_stats.start_run()
         self._set_state("running")
         final = "finished"
         try:
@@ -167,6 +171,9 @@ class Session:
             final = "failed"
         finally:
             self.current = None
+            lazy_stats.flush_pending()  # device summaries reach the host once, here
+            nodes.forget_node_records()
+            gc.unfreeze()  # garbage cycles the model made during the run can be collected again
         self._set_state(final)
         return self.trace
 
@@ -187,15 +194,23 @@ class Session:
     def _emit(self, event: Event, live: LiveFiring) -> None:
         with self._lock:
             self.trace.events.append(event)
+            if len(self.trace.events) % _FREEZE_EVERY == 0:
+                # Records live long and hold no cycles: out of the collector's way, or
+                # each collection walks every record so far (a quadratic run-through).
+                gc.freeze()
             if self._on_event is not None:
                 self._on_event(event)
             self.current = live
-            self.gate.check(event, on_pause=lambda _: self._set_state("paused"))
+            self.gate.check(event, on_pause=self._on_pause)
             self.current = None
             if self.gate.take_step_into() and event.hook == "backward_pre" and self._tracer is not None:
                 self._tracer.step_into(live.call)
             if self.trace.state == "paused":
                 self._set_state("running")
+
+    def _on_pause(self, _event: Event) -> None:
+        lazy_stats.flush_pending()  # device summaries reach the host once per pause
+        self._set_state("paused")
 
     def _record_error(self, exc: BaseException, phase: str, index: int, failed_call=None) -> None:
         error = ErrorRecord(

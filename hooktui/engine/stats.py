@@ -1,47 +1,82 @@
-"""Tensor summaries: one batched reduction on the tensor's device, one copy to the host.
+"""Tensor summaries, split by when the work is done.
 
-Cost is bounded: a tensor of more than `max_exact` elements is summarised from an
-evenly strided sample (flagged `approx`), and only a leading block of at most
-`max_values` values is ever copied to the host for the values pane.
+At the firing (this file), per tensor, only what must be exact at once or cannot be
+recovered later:
+
+- the exact count of NaN, +Inf and -Inf. One sum over the tensor proves the common
+  case (a finite sum means no NaN and no Inf); only a tensor whose sum is not finite is
+  counted element by element;
+- a private snapshot: the tensor itself, copied, when it has at most `snapshot_size`
+  elements; a larger one gets its exact min, max, sum and sum of squares (one pass
+  each) and an evenly strided sample for the histogram and the zero count;
+- a copy of the leading block of values (at most `max_values`).
+
+Everything else (mean, std, norm, histogram, the value list) is computed from the
+snapshot when a record is first read (engine/lazy_stats.py). A firing nobody looks at
+costs little, and what is shown is the tensor as it was at its firing even when the
+model modifies it in place afterwards (`nn.ReLU(inplace=True)` after a BatchNorm).
+
+Above `max_exact` elements the statistics come from an evenly strided sample of that
+many (flagged `approx`); the non-finite counts stay exact over the whole tensor.
+
+On a device other than the CPU (or with `defer_host=True`) nothing at firing time reads
+a value back: counts and moments stay on the device and every pending summary is
+copied to the host in one transfer when the run pauses or ends or a record is read.
+
+A tensor seen again unchanged (same object, same version counter: one module's output
+is the next one's input) shares the summary of its first appearance.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from dataclasses import dataclass
 
 import torch
 
-from .records import TensorRecord, TensorStats
+from . import lazy_stats
+from .nodes import name_of
+from .records import LazyTensorRecord, TensorRecord
 
-HIST_BINS = 16
-N_SCALARS = 11  # the scalar statistics in front of the histogram in the host buffer
+HIST_BINS = lazy_stats.HIST_BINS
 
 
 @dataclass(frozen=True)
 class StatsOptions:
     max_exact: int = 1 << 20  # elements summarised exactly; larger tensors are sampled
-    max_values: int = 1024  # values copied to the host for the values pane
+    max_values: int = 1024  # values kept for the values pane
     keep_values: bool = True
+    # Tensors up to this many elements are copied whole at firing time; larger ones keep
+    # exact moments and a sample of this many elements for the histogram.
+    snapshot_size: int = 4096
+    # Never read a value back at firing time, even on the CPU (the CUDA path; tests use it).
+    defer_host: bool = False
 
 
 def describe(name: str, tensor: torch.Tensor, options: StatsOptions = StatsOptions(), **extra) -> TensorRecord:
-    """A TensorRecord for `tensor` with stats and a leading block of values."""
+    """A record for `tensor` whose stats and values are those it has now, computed on first read."""
     grad_fn = tensor.grad_fn
-    record = TensorRecord(
-        name=name,
-        shape=list(tensor.shape),
-        dtype=str(tensor.dtype).removeprefix("torch."),
-        device=str(tensor.device),
-        requires_grad=tensor.requires_grad,
-        grad_fn=None if grad_fn is None else grad_fn.name(),
-        **extra,
-    )
-    if tensor.is_sparse or tensor.layout != torch.strided or tensor.device.type == "meta":
+    if tensor.layout != torch.strided or tensor.device.type == "meta":
+        record = TensorRecord(
+            name=name, shape=list(tensor.shape), dtype=_dtype_name(tensor.dtype), device=str(tensor.device),
+            requires_grad=tensor.requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
+        )
         record.note = f"{tensor.layout} tensor: no stats"
         return record
-    with torch.no_grad():
-        record.stats, record.values, record.values_shape = _summarise(tensor.detach(), options)
+    recent = _recent()
+    summary = recent.get(tensor, options)
+    if summary is None:
+        # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
+        summary = snapshot(tensor.detach(), options)
+        recent.put(tensor, options, summary)
+    record = LazyTensorRecord.__new__(LazyTensorRecord)
+    record.name, record.shape, record.dtype, record.device = name, list(tensor.shape), _dtype_name(tensor.dtype), str(tensor.device)
+    record.requires_grad, record.grad_fn = tensor.requires_grad, None if grad_fn is None else name_of(grad_fn)
+    record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
+    record.extra = extra.get("extra", False)
+    record._summary = summary
     return record
 
 
@@ -49,105 +84,159 @@ def missing(name: str, reason: str, **extra) -> TensorRecord:
     return TensorRecord(name=name, shape=None, missing=reason, **extra)
 
 
-def _summarise(t: torch.Tensor, options: StatsOptions):
+def snapshot(t: torch.Tensor, options: StatsOptions):
+    """The firing-time part of a summary (see the module docstring)."""
     numel = t.numel()
+    shape = list(t.shape)
+    wide = t.dtype in _WIDE
     if numel == 0:
-        return TensorStats(count=0), [], list(t.shape)
-    stats_of = "values"
+        return lazy_stats.Ready(lazy_stats.empty_stats(), [], shape)
+    keep = options.keep_values
+    if numel <= options.snapshot_size and numel <= options.max_exact and not options.defer_host \
+            and not t.is_complex() and t.device.type == "cpu":
+        # The common case, kept short (it runs for most tensors of most firings): a sum
+        # and a copy of the whole tensor, which also holds the value block.
+        head = lazy_stats.Head(count=numel, of="values", approx=False, sampled=numel, wide=wide, shape=shape,
+                               block_shape=leading_block_shape(shape, options.max_values) if keep else None)
+        head.block = lazy_stats.WHOLE if keep else None
+        return lazy_stats.HostSnapshot(head, _exact_counts(t)[0], t.clone())
+    of = "values"
     if t.is_complex():
         t = t.abs()
-        stats_of = "abs"
+        of = "abs"
     flat = t.reshape(-1)
     approx = numel > options.max_exact
-    # Non-finite values are the loud flag: counted exactly over the whole tensor (one
-    # pass) even when everything else comes from a sample.
-    exact_nonfinite = (~torch.isfinite(flat)).sum() if approx and flat.is_floating_point() else None
-    if approx:
-        # An evenly strided view: a fixed number of elements whatever the size.
-        flat = flat[:: math.ceil(numel / options.max_exact)]
-    work = flat.to(torch.float64 if flat.dtype in _WIDE else torch.float32).contiguous()
+    # An evenly strided view: a fixed number of elements whatever the size.
+    work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
+    block_shape = leading_block_shape(shape, options.max_values) if keep else None
+    head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+    if options.defer_host or flat.device.type != "cpu":
+        return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
+    counts, total = _exact_counts(flat)
+    if work.numel() <= options.snapshot_size:
+        if keep and not approx:
+            head.block = lazy_stats.WHOLE  # the copy below holds the block: cut it out when read
+        elif keep:
+            head.block = _block(t, block_shape).clone()
+        return lazy_stats.HostSnapshot(head, counts, work.clone())
+    head.block = _block(t, block_shape).clone() if keep else None
+    return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, any(counts), options.snapshot_size, None if approx else total))
 
-    block, block_shape = _leading_block(t, options.max_values) if options.keep_values else (None, None)
 
-    finite = torch.isfinite(work)
-    n_finite = finite.sum()
-    safe = torch.where(finite, work, torch.zeros((), dtype=work.dtype, device=work.device))
-    lo = torch.where(finite, work, torch.full((), math.inf, dtype=work.dtype, device=work.device)).min()
-    hi = torch.where(finite, work, torch.full((), -math.inf, dtype=work.dtype, device=work.device)).max()
-    denom = n_finite.clamp(min=1).to(work.dtype)
-    mean = safe.sum() / denom
-    centred = torch.where(finite, work - mean, torch.zeros((), dtype=work.dtype, device=work.device))
-    var = (centred * centred).sum() / (n_finite - 1).clamp(min=1).to(work.dtype)
-    norm = (safe * safe).sum().sqrt()
+_NO_NONFINITE = (0, 0, 0)
 
-    # Histogram of finite values over [lo, hi], computed with integer bin ids so no
-    # Python number is needed on the host before the single transfer below.
-    span = (hi - lo).clamp(min=torch.finfo(work.dtype).tiny)
-    bins = ((safe - lo) / span * HIST_BINS).floor().clamp(0, HIST_BINS - 1).to(torch.int64)
-    hist = torch.zeros(HIST_BINS, dtype=work.dtype, device=work.device)
-    hist.index_add_(0, bins, finite.to(work.dtype))
 
-    parts = [
-        torch.stack(
-            [
-                n_finite.to(work.dtype),
-                lo,
-                hi,
-                mean,
-                var.sqrt(),
-                norm,
-                torch.isnan(work).sum().to(work.dtype),
-                torch.isposinf(work).sum().to(work.dtype),
-                torch.isneginf(work).sum().to(work.dtype),
-                (work == 0).sum().to(work.dtype),
-                (exact_nonfinite if exact_nonfinite is not None else (~finite).sum()).to(work.dtype),
-            ]
-        ),
-        hist,
-    ]
-    if block is not None:
-        parts.append(block.reshape(-1).to(work.dtype))
-    host = torch.cat([p.to(torch.float64) for p in parts]).cpu().tolist()
+def _exact_counts(flat: torch.Tensor) -> tuple[tuple[int, int, int], float | None]:
+    """(NaN, +Inf, -Inf) in `flat`, exact, and its sum when finite (float tensors). A finite
+    sum proves there are none (a finite tensor whose sum overflows takes the slow path)."""
+    if not flat.is_floating_point():
+        return _NO_NONFINITE, None
+    total = (flat.sum(dtype=torch.float32) if flat.dtype in (torch.float16, torch.bfloat16) else flat.sum()).item()
+    if math.isfinite(total):
+        return _NO_NONFINITE, total
+    return (int(torch.isnan(flat).sum()), int(torch.isposinf(flat).sum()), int(torch.isneginf(flat).sum())), None
 
-    n_fin, lo_v, hi_v, mean_v, std_v, norm_v, nan, posinf, neginf, zeros, nonfinite = host[:N_SCALARS]
-    has_finite = n_fin > 0
-    stats = TensorStats(
-        count=numel,
-        finite=int(n_fin),
-        min=lo_v if has_finite else None,
-        max=hi_v if has_finite else None,
-        mean=mean_v if has_finite else None,
-        std=std_v if n_fin > 1 else None,
-        absmax=max(abs(lo_v), abs(hi_v)) if has_finite else None,
-        norm=norm_v if has_finite else None,
-        nan=int(nan),
-        posinf=int(posinf),
-        neginf=int(neginf),
-        zeros=int(zeros),
-        nonfinite=int(nonfinite),
-        hist=[int(v) for v in host[N_SCALARS : N_SCALARS + HIST_BINS]] if has_finite else [],
-        hist_range=[lo_v, hi_v] if has_finite else None,
-        approx=approx,
-        sampled=flat.numel() if approx else numel,
-        of=stats_of,
-    )
-    values = host[N_SCALARS + HIST_BINS :] if block is not None else None
-    return stats, values, block_shape
+
+def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int, total: float | None = None):
+    """Exact (finite count, min, max, mean, std, norm) of a large tensor's finite values,
+    and an evenly strided sample of them: a few full passes, all on the CPU. `total`: the
+    sum of `work`, when the non-finite check already took it."""
+    if not work.is_floating_point():
+        work = work.double()  # integers and bools: exact in float64, no overflow
+    elif work.dtype in (torch.float16, torch.bfloat16):
+        work = work.float()
+    if has_nonfinite:
+        work = work[torch.isfinite(work)]
+    n = work.numel()
+    sample = work[:: max(1, math.ceil(n / sample_size))].clone()
+    if n == 0:
+        return (0, None, None, None, None, None), sample
+    lo_t, hi_t = torch.aminmax(work)
+    lo, hi = lo_t.item(), hi_t.item()
+    if total is None or has_nonfinite:
+        total = work.sum().item()
+    sumsq = torch.dot(work, work).item()
+    scale = max(abs(lo), abs(hi))
+    if not (math.isfinite(total) and math.isfinite(sumsq)):
+        # Finite values whose float32 sums overflow ([1e20, -1e20]): redo them in float64, scaled.
+        scaled = work.double() / scale
+        total = scaled.sum().item() * scale
+        sumsq = None
+        norm = torch.dot(scaled, scaled).sqrt().item() * scale
+    else:
+        norm = math.sqrt(sumsq)
+    mean = total / n
+    std = None
+    if n > 1:
+        var = (sumsq - total * total / n) / (n - 1) if sumsq is not None else -1.0
+        # The one-pass formula loses precision when the mean dwarfs the spread: then two
+        # exact passes in float64.
+        if var * 100 < (sumsq or math.inf) / n or var < 0:
+            var = (torch.std(work.double() / scale).item() * scale) ** 2 if scale > 0 else 0.0
+        std = math.sqrt(var)
+    return (n, lo, hi, mean, std, norm), sample
+
+
+class _RecentSummaries:
+    """The last tensors summarised on this thread, by identity and version counter
+    (which every in-place op through torch bumps), so an unchanged tensor seen again
+    reuses its summary. A weak reference proves the id was not recycled."""
+
+    SIZE = 64
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple] = {}
+
+    def get(self, tensor: torch.Tensor, options: StatsOptions):
+        entry = self._entries.get(id(tensor))
+        if entry is None:
+            return None
+        ref, version, opts, summary = entry
+        if ref() is tensor and version == tensor._version and (opts is options or opts == options):
+            return summary
+        return None
+
+    def put(self, tensor: torch.Tensor, options: StatsOptions, summary) -> None:
+        entries = self._entries
+        entries.pop(id(tensor), None)
+        entries[id(tensor)] = (weakref.ref(tensor), tensor._version, options, summary)
+        if len(entries) > self.SIZE:
+            del entries[next(iter(entries))]
+
+
+_local = threading.local()
+
+
+def _recent() -> _RecentSummaries:
+    recent = getattr(_local, "recent", None)
+    if recent is None:
+        recent = _local.recent = _RecentSummaries()
+    return recent
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
 
 
 # Dtypes whose values need float64 on the host to stay exact.
-_WIDE = (torch.float64, torch.int64, torch.int32, torch.uint8, torch.int16, torch.int8)
+_WIDE = (torch.float64, torch.int64, torch.int32, torch.uint8, torch.int16, torch.int8, torch.complex128)
 
 
-def _leading_block(t: torch.Tensor, budget: int) -> tuple[torch.Tensor, list[int]]:
-    """The block t[:k0, :k1, ...] with the product of k at most `budget`.
+def leading_block_shape(shape: list[int], budget: int) -> list[int]:
+    """The shape k of the block t[:k0, :k1, ...] kept for the values pane, with the
+    product of k at most `budget`.
 
     The last two dimensions get most of the budget (they form the 2-D grid in the
     values pane); leading dimensions keep as many indices as what is left allows.
     """
-    shape = list(t.shape)
-    if t.numel() <= budget:
-        return t, shape
+    if math.prod(shape) <= budget:
+        return list(shape)
     keep = [1] * len(shape)
     remaining = budget
     for dim in reversed(range(len(shape))):
@@ -155,4 +244,11 @@ def _leading_block(t: torch.Tensor, budget: int) -> tuple[torch.Tensor, list[int
         cap = 32 if dim >= len(shape) - 2 else shape[dim]
         keep[dim] = max(1, min(shape[dim], cap, remaining))
         remaining = max(1, remaining // keep[dim])
-    return t[tuple(slice(0, k) for k in keep)], keep
+    return keep
+
+
+def _block(t: torch.Tensor, keep: list[int]) -> torch.Tensor:
+    for dim, k in enumerate(keep):
+        if k < t.shape[dim]:
+            t = t.narrow(dim, 0, k)
+    return t

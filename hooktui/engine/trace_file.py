@@ -260,6 +260,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "posinf": COUNT,
         "neginf": COUNT,
         "zeros": COUNT,
+        "hist_sampled": COUNT,
         "nonfinite": COUNT,
         "hist": list_of(COUNT, 4_096),
         "hist_range": optional(numbers(2)),

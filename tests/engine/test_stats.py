@@ -159,7 +159,7 @@ def test_huge_tensor_is_sampled_with_a_bounded_block_of_values():
     # An evenly strided sample of 0..n-1 has mean ~ (n-1)/2 and spans nearly all of it.
     assert math.isclose(s.mean, (n - 1) / 2, rel_tol=0.01)
     assert s.min == 0.0 and s.max > 0.99 * (n - 1)
-    assert sum(s.hist) == s.sampled
+    assert sum(s.hist) == (s.hist_sampled or s.sampled)  # the histogram may come from a smaller sample
     assert s.nonfinite == 0
 
 

@@ -1,6 +1,10 @@
 """The selected tensor's values as a grid. Tensors with more than two dims show one 2-D
 slice at a time: `[` / `]` step through the slices of the leading dims (row-major),
-`{` / `}` jump by the outermost of them."""
+`{` / `}` jump by the outermost of them.
+
+A record keeps only a leading block of values. While a live session is paused in the
+firing shown, the tensor itself is still there, unchanged: the slices are then read from
+it, every one of them. Otherwise stepping past the kept block says so."""
 
 from __future__ import annotations
 
@@ -24,6 +28,43 @@ def slice_count(tensor: TensorRecord | None) -> int:
     if tensor is None or tensor.values is None or tensor.values_shape is None:
         return 0
     return max(1, math.prod(tensor.values_shape[:-2])) if len(tensor.values_shape) > 2 else 1
+
+
+def unkept_slices_text(tensor: TensorRecord | None) -> str | None:
+    """What to say when `[`/`]` would go past the kept block: the tensor has more 2-D
+    slices than were kept at the firing (records keep a leading block of values only)."""
+    if tensor is None or tensor.shape is None or tensor.values is None or tensor.values_shape is None:
+        return None
+    if len(tensor.shape) <= 2 or math.prod(tensor.shape[:-2]) <= slice_count(tensor):
+        return None
+    return (f"showing the first {dims_text(tensor.values_shape)} of {shape_text(tensor)}: "
+            "the other slices were not kept at this firing")
+
+
+def live_tensor(app, tensor: TensorRecord | None):
+    """The live tensor behind `tensor` while the session is paused in its firing, else None."""
+    session = getattr(app, "session", None)
+    current = getattr(session, "current", None)
+    if tensor is None or tensor.shape is None or current is None or getattr(session, "state", None) != "paused":
+        return None
+    if not any(t is tensor for t in current.event.tensors):
+        return None
+    live = current.tensors.get(tensor.name)
+    return live if live is not None and list(live.shape) == tensor.shape else None
+
+
+def live_slice(tensor: TensorRecord, live, n: int) -> TensorRecord:
+    """Slice `n` (row-major over the leading dims of the whole tensor) of `live`, at most
+    as many rows and columns as the kept block, as a record the grid can show."""
+    lead_dims = tensor.shape[:-2]
+    lead = slice_index(list(lead_dims) + [0, 0], n)
+    rows, cols = (tensor.values_shape or tensor.shape)[-2:]
+    part = live.detach()[tuple(lead)][:rows, :cols]
+    part = part.abs() if part.is_complex() else part
+    return TensorRecord(
+        tensor.name, tensor.shape, tensor.dtype, values=part.double().reshape(-1).tolist(),
+        values_shape=[1] * len(lead) + list(part.shape),
+    )
 
 
 def slice_index(block: list[int], n: int) -> list[int]:
@@ -81,19 +122,34 @@ class ValuesPane(Vertical):
 
     @property
     def slices(self) -> int:
+        if self._live() is not None:
+            return math.prod(self.tensor.shape[:-2])
         return slice_count(self.tensor)
+
+    def _live(self):
+        tensor = self.tensor
+        if not self._composed or tensor is None or tensor.values_shape is None or len(tensor.shape or []) <= 2:
+            return None
+        if math.prod(tensor.shape[:-2]) <= slice_count(tensor):
+            return None  # every slice was kept
+        return live_tensor(self.app, tensor)
 
     def step_slice(self, delta: int, outer: bool = False) -> None:
         count = self.slices
+        live = self._live() is not None
+        past_end = not 0 <= self.slice_no + delta < count
+        if past_end and not live and self._composed and (message := unkept_slices_text(self.tensor)):
+            self.notify(message, severity="warning")  # never a silent no-op
         if count <= 1 or self.tensor is None or self.tensor.values_shape is None:
             return
         if outer:
-            delta *= math.prod(self.tensor.values_shape[1:-2]) or 1
+            dims = self.tensor.shape if live else self.tensor.values_shape
+            delta *= math.prod(dims[1:-2]) or 1
         self.show(self.tensor, (self.slice_no + delta) % count)
 
     def show(self, tensor: TensorRecord | None, slice_no: int = 0) -> None:
         self.tensor = tensor
-        count = slice_count(tensor)
+        count = self.slices
         self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
         if not self._composed:
             return  # on_mount shows it
@@ -111,9 +167,16 @@ class ValuesPane(Vertical):
             # Text, never a markup string: names come from the record (`x[/]` is a fine tensor name).
             title.update(Text(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else "")))
             return
-        rows, lead = grid(tensor, self.slice_no)
+        live = self._live()
+        if live is not None:
+            shown = live_slice(tensor, live, self.slice_no)
+            rows, _ = grid(shown, 0)
+            lead = slice_index(list(tensor.shape[:-2]) + [0, 0], self.slice_no)
+        else:
+            shown = None
+            rows, lead = grid(tensor, self.slice_no)
         table.display = True
-        title.update(self._title(tensor, lead, count))
+        title.update(self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
         cells = [[cell(v) for v in row] for row in rows]
         width = max((len(row) for row in cells), default=0)
         # Row indices as a fixed first column (row labels are measured lazily, so a
@@ -126,7 +189,7 @@ class ValuesPane(Vertical):
             table.add_row(Text(str(r), style="bold"), *row)
         table.move_cursor(row=0, column=1, animate=False)
 
-    def _title(self, tensor: TensorRecord, lead: list[int], count: int) -> Text:
+    def _title(self, tensor: TensorRecord, lead: list[int], count: int, live_grid: list[int] | None = None) -> Text:
         text = Text()
         text.append(tensor.name, "bold")
         text.append(f" {shape_text(tensor)} {tensor.dtype or ''}")
@@ -134,6 +197,10 @@ class ValuesPane(Vertical):
             text.append("  slice [" + ", ".join(str(i) for i in lead) + ", :, :]", "bold")
             if count > 1:
                 text.append(f" {self.slice_no + 1}/{count} ([ ] {{ }})", "dim")
-        if not tensor.values_complete:
+        if live_grid is not None:
+            text.append(f"\nlive tensor: the first {dims_text(live_grid)} of each slice", "italic")
+        elif unkept := unkept_slices_text(tensor):
+            text.append("\n" + unkept, "italic")  # `[` `]` stop at the kept block: say why
+        elif not tensor.values_complete:
             text.append(f"\nshowing the first {dims_text(tensor.values_shape or [])} of {shape_text(tensor)}", "italic")
         return text

@@ -1,0 +1,351 @@
+"""The second half of a tensor summary: turning the snapshot taken at firing time
+(engine/stats.py) into a TensorStats and a value block, on first read.
+
+A snapshot owns copies, never the model's tensors, so resolving it later (on any
+thread) shows the values the tensor had at its firing. Once resolved, the copies are
+dropped and only the numbers and a compact value buffer remain.
+
+Device snapshots (CUDA, or `defer_host`) are resolved together: every pending one on
+the thread that took them is copied to the host in one transfer (`flush_pending`), when
+the run pauses or ends, when one of them is read, or when too much is pending.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .records import TensorStats
+
+HIST_BINS = 16
+# Device elements pending before a flush is forced mid-run (bounds device memory).
+MAX_PENDING_ELEMENTS = 1 << 23
+
+# Transfers from a device snapshot to the host (tests count them; one per flush).
+host_transfers = 0
+# Bytes of host snapshots and value blocks kept per run (per thread outside runs). Past it, the oldest
+# summaries are resolved and their value blocks dropped (their stats stay): memory stays
+# bounded however long the run, and recent firings keep their values.
+SNAPSHOT_BUDGET_BYTES = 64 << 20
+
+_resolve_lock = threading.Lock()
+
+
+def empty_stats() -> TensorStats:
+    return TensorStats(count=0)
+
+
+@dataclass(slots=True)
+class Head:
+    """What is known about a summarised tensor before any value is read."""
+
+    count: int
+    of: str
+    approx: bool
+    sampled: int
+    wide: bool  # values need float64 to stay exact
+    shape: list[int]
+    block_shape: list[int] | None
+    # The leading block's copy; WHOLE when the snapshot holds the whole tensor.
+    block: object = field(default=None)
+
+
+WHOLE = object()
+
+
+class Ready:
+    """A summary with nothing left to compute (an empty tensor)."""
+
+    __slots__ = ("_result",)
+
+    def __init__(self, stats: TensorStats, values: list | None, values_shape: list[int] | None) -> None:
+        self._result = (stats, None if values is None else array("d", values), values_shape)
+
+    def resolve(self):
+        return self._result
+
+    def nonfinite_counts(self) -> tuple[int, int, int]:
+        stats = self._result[0]
+        return (stats.nan, stats.posinf, stats.neginf)
+
+
+class HostSnapshot:
+    """A CPU snapshot: the exact non-finite counts, and either the values themselves
+    (`values`, small tensors) or exact moments and a sample of the finite values."""
+
+    __slots__ = ("head", "counts", "values", "moments", "sample", "_result", "__weakref__")
+
+    def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None) -> None:
+        self.head, self.counts, self.values, self.moments, self.sample = head, counts, values, moments, sample
+        self._result = None
+        _current_budget().add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
+
+    def drop_values(self) -> None:
+        """Keep the statistics, forget the value block (the budget is spent)."""
+        stats = self.resolve()[0]
+        with _resolve_lock:
+            self._result = (stats, None, None)
+
+    def nonfinite_counts(self) -> tuple[int, int, int]:
+        return self.counts
+
+    def resolve(self):
+        with _resolve_lock:
+            if self._result is None:
+                head = self.head
+                if self.values is not None:
+                    values = _np(self.values)
+                    block = head.block
+                    if block is WHOLE:
+                        block = _cut(values.reshape(head.shape), head.block_shape)
+                    result = finish(head, self.counts, None, values, True, block)
+                else:
+                    result = finish(head, self.counts, self.moments, _np(self.sample), False, head.block)
+                self._result = result
+                self.values = self.sample = head.block = None
+            return self._result
+
+
+class _Budget:
+    """Host snapshots in the order they were taken, with the bytes each holds."""
+
+    def __init__(self) -> None:
+        self._entries: deque = deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, snap: HostSnapshot, nbytes: int) -> None:
+        evict = []
+        with self._lock:
+            # Weak: a trace that is dropped takes its snapshots with it.
+            self._entries.append((weakref.ref(snap), nbytes))
+            self._bytes += nbytes
+            while self._bytes > SNAPSHOT_BUDGET_BYTES and len(self._entries) > 1:
+                old, size = self._entries.popleft()
+                self._bytes -= size
+                evict.append(old)
+        for ref in evict:
+            old = ref()
+            if old is not None:
+                old.drop_values()
+
+
+def _current_budget() -> _Budget:
+    budget = getattr(_local, "budget", None)
+    if budget is None:
+        budget = _local.budget = _Budget()
+    return budget
+
+
+def start_run() -> None:
+    """A run starts on this thread: its snapshots get a budget of their own, so the
+    snapshots of earlier traces (alive or not yet collected) never spend it."""
+    _local.budget = _Budget()
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+
+
+class DeviceSnapshot:
+    """A snapshot whose numbers are still device tensors; see `take`."""
+
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "batch", "_host", "_result")
+
+    @classmethod
+    def take(cls, head: Head, flat: torch.Tensor, work: torch.Tensor, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
+        """Counts, min, max and scaled moments (float64, so finite values never overflow),
+        a sample and the value block, all on the device: nothing here waits for it."""
+        self = cls()
+        wd = work.double()
+        finite = torch.isfinite(wd)
+        n_finite = finite.sum().double()
+        lo = torch.where(finite, wd, math.inf).amin()
+        hi = torch.where(finite, wd, -math.inf).amax()
+        scale = torch.maximum(lo.abs(), hi.abs())
+        scale = torch.where(torch.isfinite(scale) & (scale > 0), scale, 1.0)
+        safe = torch.where(finite, wd / scale, 0.0)
+        mean = safe.sum() / n_finite.clamp(min=1)
+        centred = torch.where(finite, safe - mean, 0.0)
+        var = (centred * centred).sum() / (n_finite - 1).clamp(min=1)
+        if flat.is_floating_point():
+            counts = [torch.isnan(flat).sum(), torch.isposinf(flat).sum(), torch.isneginf(flat).sum()]
+        else:
+            counts = [torch.zeros((), dtype=torch.int64, device=flat.device)] * 3
+        self.vec = torch.stack([n_finite, lo, hi, scale, mean, (safe * safe).sum(), var] + [c.double() for c in counts])
+        self.sample_is_all = wd.numel() <= sample_size
+        self.sample = (wd if self.sample_is_all else wd[:: math.ceil(wd.numel() / sample_size)]).clone()
+        head.block = None if block is None else block.clone()
+        self.head, self._host, self._result = head, None, None
+        self.batch = _batch()
+        self.batch.add(self)
+        return self
+
+    def elements(self) -> int:
+        block = self.head.block
+        return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
+
+    def nonfinite_counts(self) -> tuple[int, int, int]:
+        self.batch.flush()
+        nan, posinf, neginf = self._host[0][7:10]
+        return (int(nan), int(posinf), int(neginf))
+
+    def resolve(self):
+        self.batch.flush()
+        with _resolve_lock:
+            if self._result is None:
+                vec, sample, block = self._host
+                n_finite, lo, hi, scale, mean, sumsq, var, nan, posinf, neginf = vec.tolist()
+                moments = (int(n_finite), None, None, None, None, None)
+                if n_finite:
+                    std = math.sqrt(var) * scale if n_finite > 1 else None
+                    moments = (int(n_finite), lo, hi, mean * scale, std, math.sqrt(sumsq) * scale)
+                counts = (int(nan), int(posinf), int(neginf))
+                self._result = finish(self.head, counts, moments, sample, self.sample_is_all, block)
+                self._host = None
+            return self._result
+
+
+class _Batch:
+    """Device snapshots taken on one thread since the last flush."""
+
+    def __init__(self) -> None:
+        self.members: list[DeviceSnapshot] = []
+        self.elements = 0
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def add(self, snap: DeviceSnapshot) -> None:
+        with self.lock:
+            self.members.append(snap)
+            self.elements += snap.elements()
+            full = self.elements > MAX_PENDING_ELEMENTS
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Copy every member's numbers, sample and block to the host in one transfer."""
+        global host_transfers
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            members, self.members = self.members, []
+            if not members:
+                return
+            parts = []
+            for m in members:
+                parts += [m.vec, m.sample] + ([m.head.block.reshape(-1).double()] if m.head.block is not None else [])
+            host = torch.cat(parts).cpu().numpy()
+            host_transfers += 1
+            at = 0
+            for m in members:
+                pieces = []
+                for n in (m.vec.numel(), m.sample.numel(), 0 if m.head.block is None else m.head.block.numel()):
+                    pieces.append(host[at : at + n])
+                    at += n
+                vec, sample, block = pieces
+                m._host = (vec, sample, block if m.head.block is not None else None)
+                m.vec = m.sample = m.head.block = None
+
+
+_local = threading.local()
+
+
+def _batch() -> _Batch:
+    batch = getattr(_local, "batch", None)
+    if batch is None or batch.closed:
+        batch = _local.batch = _Batch()
+    return batch
+
+
+def flush_pending() -> None:
+    """Copy this thread's pending device snapshots to the host (the run paused or ended)."""
+    batch = getattr(_local, "batch", None)
+    if batch is not None:
+        batch.flush()
+
+
+def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool, block) -> tuple:
+    """(TensorStats, value buffer, block shape) from a snapshot's host numbers.
+
+    `moments` = (finite count, min, max, mean, std, norm) when known exactly, else None:
+    then `sample` holds every value and they are computed here, in float64, scaled by the
+    largest magnitude so finite values never overflow ([0, finfo(float32).min] has a
+    finite mean)."""
+    nan, posinf, neginf = counts
+    finite = sample[np.isfinite(sample)] if (nan or posinf or neginf or not sample_is_all) else sample
+    if moments is None:
+        n_finite = finite.size
+        lo = hi = mean = std = norm = None
+        if n_finite:
+            lo, hi = float(finite.min()), float(finite.max())
+            scale = max(abs(lo), abs(hi)) or 1.0
+            x = finite / scale
+            mean = float(x.mean()) * scale
+            std = float(x.std(ddof=1)) * scale if n_finite > 1 else None
+            norm = math.sqrt(float(np.dot(x, x))) * scale
+    else:
+        n_finite, lo, hi, mean, std, norm = moments
+    stats = TensorStats(
+        count=head.count,
+        finite=n_finite,
+        min=lo,
+        max=hi,
+        mean=mean,
+        std=std,
+        absmax=None if lo is None else max(abs(lo), abs(hi)),
+        norm=norm,
+        nan=nan,
+        posinf=posinf,
+        neginf=neginf,
+        nonfinite=nan + posinf + neginf,
+        approx=head.approx,
+        sampled=head.sampled,
+        of=head.of,
+    )
+    if n_finite:
+        scale = max(abs(lo), abs(hi)) or 1.0
+        x = finite / scale
+        lo_s = lo / scale
+        span = max(hi / scale - lo_s, np.finfo(np.float64).tiny)
+        bins = np.clip(np.floor((x - lo_s) / span * HIST_BINS), 0, HIST_BINS - 1).astype(np.int64)
+        stats.hist = np.bincount(bins, minlength=HIST_BINS).tolist()
+        stats.hist_range = [lo, hi]
+        stats.zeros = _zeros(finite, n_finite, lo, hi, sample_is_all)
+        if not sample_is_all:
+            stats.hist_sampled = int(finite.size)
+    values = None
+    if block is not None:
+        values = array("d" if head.wide else "f")
+        values.frombytes(np.ascontiguousarray(_np(block), dtype=np.float64 if head.wide else np.float32).tobytes())
+    return stats, values, head.block_shape if block is not None else None
+
+
+def _zeros(finite: np.ndarray, n_finite: int, lo: float, hi: float, exact: bool) -> int:
+    """Zero count: exact from the values when they are all there or the range decides it,
+    else the sample's share scaled to the finite count."""
+    if lo > 0 or hi < 0:
+        return 0
+    if lo == 0 and hi == 0:
+        return n_finite
+    zeros = int(np.count_nonzero(finite == 0))
+    return zeros if exact or not finite.size else round(zeros * n_finite / finite.size)
+
+
+def _cut(values: np.ndarray, keep: list[int]) -> np.ndarray:
+    return values[tuple(slice(0, k) for k in keep)]
+
+
+def _np(t) -> np.ndarray:
+    """A CPU tensor (any dtype) or array as float64 numpy."""
+    if isinstance(t, (np.ndarray, np.generic)):
+        return np.asarray(t, dtype=np.float64).reshape(-1)
+    return t.detach().reshape(-1).to(torch.float64).numpy()
