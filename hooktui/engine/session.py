@@ -24,6 +24,7 @@ from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
+from .user_hooks import UserHooks
 
 STATES = ("ready", "running", "paused", "finished", "failed", "quit")
 
@@ -85,6 +86,8 @@ class Session:
         self.legacy = legacy
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
+        # The model's own hooks (found now; those registered during the run are added).
+        self.user_hooks = UserHooks(model)
         device = next((str(p.device) for p in model.parameters()), "cpu")
         if loss_fn is None:
             loss_text = "default loss: sum of every floating-point output"
@@ -146,6 +149,7 @@ class Session:
         final = "finished"
         try:
             with preserved_model_state(self.model, self.args, self.kwargs), torch.enable_grad():
+                self.user_hooks.install(tracer)  # first: the tracer's own hooks are not the user's
                 tracer.install()
                 try:
                     output = self._run_model_forward()
@@ -160,6 +164,7 @@ class Session:
                     loss.backward()  # the tracer notices it starting (backward_calls.py)
                 finally:
                     tracer.remove()
+                    self.user_hooks.remove()
         except QuitRequested:
             final = "quit"
         except Exception as exc:  # the user's model failed: record it, never crash the host
