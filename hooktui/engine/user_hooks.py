@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 
+from . import nodes
 from .capture import LiveFiring
 from .gate import QuitRequested
 from .naming import named_tensors
@@ -227,6 +228,9 @@ class UserHooks:
         notes = [] if info.registered_at is None else [f"registered during the run at {info.registered_at}"]
         if call.error is not None:
             notes.append(f"the hook raised {call.error}; it propagates to the model's caller as without hooktui")
+        # In backward: the autograd node running the hook (the legacy hook's ViewBackward0,
+        # the full hooks' BackwardHookFunctionBackward), None in forward.
+        node = torch._C._current_autograd_node()
         event = Event(
             index=tracer.next_index(),
             phase=tracer.phase,
@@ -235,12 +239,14 @@ class UserHooks:
             module_type=type(module if module is not None else self._modules.get(name)).__name__ if name in self._modules else "",
             call=count if before_call else max(count - 1, 0),
             tensors=received + returned,
+            grad_fn=nodes.node_name(node),
+            node=nodes.describe_node(node),
             source=_source_of(info),
             notes=notes,
             user_hook=call,
         )
         live = {r.name: live.get(r.name) for r in event.tensors}
-        tracer.emit(event, LiveFiring(event=event, module=module, tensors=live))
+        tracer.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node))
 
 
 # -- what a hook gets, and what its return value replaces ------------------------------

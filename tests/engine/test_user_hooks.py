@@ -404,3 +404,22 @@ def test_hooks_found_at_start_are_listed_with_owner_and_definition():
     assert [(i.kind, i.owner, i.module) for i in infos] == [("full_backward", "fc1", "fc1"), ("tensor", "fc2.weight", "fc2")]
     assert infos[0].function.endswith("seen") and infos[0].lineno == seen.__code__.co_firstlineno
     assert infos[0].filename == __file__
+
+
+def test_seed_user_hook_sample_shows_the_users_own_hook_with_the_1_by_5_tensor(capsys):
+    from plain_hooks import load_sample
+
+    sample = load_sample("seed_user_hook")
+    # Without hooktui: what the user's printgradnorm prints.
+    model = sample.build_model()
+    model(sample.example_inputs()).sum().backward()
+    plain_out = capsys.readouterr().out
+    assert "grad_input size: torch.Size([1, 5])" in plain_out
+
+    trace = record(sample.build_model(), sample.example_inputs())
+    assert capsys.readouterr().out == plain_out  # their hook ran, once, printing the same
+    (event,) = user_events(trace, "printgradnorm")
+    assert event.module == "fc1" and event.grad_fn == "ViewBackward0"
+    assert [(t.name, t.shape) for t in event.tensors] == [("grad_input[0]", [1, 5]), ("grad_output[0]", [1, 1, 5])]
+    assert event.source.filename.endswith("seed_user_hook.py")
+    assert event.source.lineno == sample.printgradnorm.__code__.co_firstlineno
