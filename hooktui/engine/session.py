@@ -132,6 +132,10 @@ class Session:
     def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
         return self.gate.toggle_breakpoint(Breakpoint(module=module, phase=phase))
 
+    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
+        """Break when the user hook `hook_id` (UserHookInfo.id) fires; True when now set."""
+        return self.gate.toggle_breakpoint(Breakpoint(user_hook=hook_id))
+
     @property
     def state(self) -> str:
         return self.trace.state

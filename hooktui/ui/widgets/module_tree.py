@@ -1,5 +1,6 @@
 """The model's modules as a tree, with marks: ▶ current firing's module, ● breakpoint,
-✓ already fired in the current phase (a breakpoint mark hides it)."""
+✓ already fired in the current phase (a breakpoint mark hides it), and a trailing `H`
+on a module that carries hooks of the model's own (`H` lists them)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from textual.widgets.tree import TreeNode
 
 from ...engine.records import ModuleInfo, TraceInfo
 
-CURRENT, BREAK, VISITED = "▶", "●", "✓"
+CURRENT, BREAK, VISITED, USER_HOOKS = "▶", "●", "✓", "H"
 
 
 class ModuleTree(Tree[str]):
@@ -30,6 +31,7 @@ class ModuleTree(Tree[str]):
         self._info.setdefault("", root)
         self._module_nodes: dict[str, TreeNode[str]] = {"": self.root}
         self._marks: dict[str, tuple[bool, bool, bool]] = {}
+        self._hooked: set[str] = set()
         for module in info.modules:
             if module.name == "":
                 continue
@@ -48,6 +50,12 @@ class ModuleTree(Tree[str]):
     def selected_module(self) -> str | None:
         node = self.cursor_node
         return None if node is None else node.data
+
+    def mark_user_hooks(self, modules: set[str]) -> None:
+        """Mark the modules that carry the model's own hooks."""
+        self._hooked = set(modules)
+        for name, node in self._module_nodes.items():
+            node.set_label(self._label(name, *self._marks.get(name, (False, False, False))))
 
     def update_marks(self, current: str | None, breakpoints: set[str], visited) -> None:
         """Refresh the marks; `visited(name)` says if a module fired in this phase so far."""
@@ -70,6 +78,8 @@ class ModuleTree(Tree[str]):
         text.append(name.rpartition(".")[2] if name else "(root)", "bold" if current else "")
         text.append(" ")
         text.append(module.type, "bold" if not name else "dim")
+        if name in self._hooked:
+            text.append(" " + USER_HOOKS, "bold magenta")
         return text
 
     def show_module(self, module: str) -> None:
