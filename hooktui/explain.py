@@ -165,7 +165,7 @@ def _user_hook(event: Event, events, who: str, info) -> list[Statement]:
         out.append(Statement("It returned what it received: nothing replaced."))
     for change in call.changes:
         out.append(Statement(f"It changed {change}."))
-    return out + _notes(event)
+    return out + _notes(event)[1:]  # the first note names the hook: said above
 
 
 def _user_hooks_nearby(event: Event, events: Sequence[Event]) -> list[Statement]:

@@ -225,9 +225,14 @@ class UserHooks:
         name = name or ""
         before_call = info.kind in ("forward_pre", "global_forward_pre")
         count = tracer.call_count(name)
-        notes = [] if info.registered_at is None else [f"registered during the run at {info.registered_at}"]
+        # The first note names the hook, for `hooktui trace` and the Tensors pane.
+        effect = "; ".join(call.changes) or {"None": "returned None", "same": "returned what it got"}.get(call.returned, call.returned)
+        notes = [f"your hook {info.function} ({info.kind} on {info.owner}) at {_short(info.where)}: {effect}"]
+        if info.registered_at is not None:
+            notes.append(f"registered during the run at {info.registered_at}")
         if call.error is not None:
-            notes.append(f"the hook raised {call.error}; it propagates to the model's caller as without hooktui")
+            notes[0] = f"your hook {info.function} ({info.kind} on {info.owner}) at {_short(info.where)} raised {call.error}"
+            notes.append("the exception propagates to the model's caller as without hooktui")
         # In backward: the autograd node running the hook (the legacy hook's ViewBackward0,
         # the full hooks' BackwardHookFunctionBackward), None in forward.
         node = torch._C._current_autograd_node()
