@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext, redirect_stdout
 
 from ..cli import UserError
 from ..engine.trace_file import event_json, write_trace
@@ -29,7 +30,10 @@ def run_trace(args) -> int:
             closed = True
             session.quit()
 
-    trace = session.run(on_event=on_event)
+    # With --json, what the model itself prints (a user's hook printing grad_input) goes to
+    # stderr, so stdout stays one JSON record a line.
+    with redirect_stdout(sys.stderr) if args.json else nullcontext():
+        trace = session.run(on_event=on_event)
     if closed:
         sys.stdout = None  # nothing more can reach the closed pipe
         return 0
