@@ -210,7 +210,7 @@ class UserHooks:
         outcome = "None"
         if result is not None and replaced is not None:
             new = _returned(info, result)
-            outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new)
+            outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
             live.update((f"returned {name}", t) for name, t in new.items())
             returned += more_records
             changes += more_changes
@@ -291,8 +291,10 @@ def _returned(info: UserHookInfo, result) -> dict[str, torch.Tensor]:
     return dict(named_tensors(result, prefix))
 
 
-def _compare(tracer, prefix: str, received, records: list[TensorRecord], returned: dict[str, torch.Tensor]):
-    before = {name: t for name, t in received if name.startswith(prefix)}
+def _compare(tracer, prefix: str, received, records: list[TensorRecord], returned: dict[str, torch.Tensor], with_kwargs: bool = False):
+    # A forward pre-hook with kwargs returns (args, kwargs): both are replaced.
+    prefixes = ("args", "kwargs") if prefix == "args" and with_kwargs else (prefix,)
+    before = {name: t for name, t in received if name.startswith(prefixes)}
     before_records = {r.name: r for r in records}
     out, changes = [], []
     replaced = False

@@ -423,3 +423,41 @@ def test_seed_user_hook_sample_shows_the_users_own_hook_with_the_1_by_5_tensor(c
     assert [(t.name, t.shape) for t in event.tensors] == [("grad_input[0]", [1, 5]), ("grad_output[0]", [1, 1, 5])]
     assert event.source.filename.endswith("seed_user_hook.py")
     assert event.source.lineno == sample.printgradnorm.__code__.co_firstlineno
+
+
+def test_forward_pre_hook_with_kwargs_replacing_args_and_keeping_kwargs():
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x, *, scale):
+            return self.fc(x) * scale
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Scaled()
+            self.scale = nn.Parameter(torch.tensor(2.0))
+
+        def forward(self, x):
+            return self.inner(x, scale=self.scale)
+
+    def halve_args(module, args, kwargs):
+        out = ((args[0] / 2,), kwargs)
+        LOG.add("pre", {"args[0]": args[0], "scale": kwargs["scale"]}, [out[0][0], out[1]["scale"]])
+        return out
+
+    def install(model, log):
+        global LOG
+        LOG = log
+        handle = model.inner.register_forward_pre_hook(halve_args, with_kwargs=True)
+        return [(model.inner._forward_pre_hooks, handle.id, halve_args)]
+
+    trace, plain = run_both(Outer, install)
+    (event,) = user_events(trace, "halve_args")
+    assert event.user_hook.hook.flags == ["with_kwargs"]
+    got = dict(plain.calls[0][1])
+    assert [t.name for t in event.tensors] == ["args[0]", "kwargs['scale']", "returned args[0]"]
+    (change,) = event.user_hook.changes  # kwargs came back as they were: no change reported
+    assert change.startswith("args[0] replaced") and f"{float((got['args[0]'] / 2).abs().max()):.4g}" in change
