@@ -461,3 +461,24 @@ def test_forward_pre_hook_with_kwargs_replacing_args_and_keeping_kwargs():
     assert [t.name for t in event.tensors] == ["args[0]", "kwargs['scale']", "returned args[0]"]
     (change,) = event.user_hook.changes  # kwargs came back as they were: no change reported
     assert change.startswith("args[0] replaced") and f"{float((got['args[0]'] / 2).abs().max()):.4g}" in change
+
+
+def test_hook_raising_in_backward_propagates_with_its_type():
+    class Vetoed(RuntimeError):
+        pass
+
+    def veto(module, grad_output):
+        raise Vetoed("gradient vetoed")
+
+    torch.manual_seed(0)
+    plain = nn.Linear(3, 2)
+    plain.register_full_backward_pre_hook(veto)
+    with pytest.raises(Vetoed):
+        plain(torch.ones(1, 3)).sum().backward()
+
+    model = nn.Linear(3, 2)
+    model.register_full_backward_pre_hook(veto)
+    trace = record(model, torch.ones(1, 3))
+    assert trace.failed and trace.error.type == "Vetoed"
+    (event,) = [e for e in trace.events if e.hook == "user_hook"]
+    assert event.phase == "backward" and event.user_hook.returned == "raised"

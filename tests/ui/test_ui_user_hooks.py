@@ -80,3 +80,27 @@ def test_seed_user_hook_firing_with_explain(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(sample_app("seed_user_hook.py"), terminal_size=size, run_before=run_before)
+
+
+def test_replayed_trace_lists_the_hooks_that_fired():
+    from hooktui.engine.loader import load_target
+    from hooktui.engine.session import record
+    from hooktui.ui.app import HooktuiApp
+
+    loaded = load_target(ROOT / "sample_models" / "seed_user_hook.py")
+    trace = record(loaded.model, loaded.inputs)
+
+    async def script():
+        app = HooktuiApp(recorded=(trace.info, trace.events), show_timings=False)
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await pilot.pause()
+            assert str(app.query_one(ModuleTree).node_for("fc1").label).endswith("Linear H")
+            await pilot.press("H")
+            await wait_for(pilot, lambda: isinstance(app.screen, UserHooksScreen), "the hooks screen")
+            row = [str(cell) for cell in app.screen.query_one(DataTable).get_row_at(0)]
+            assert row[1:3] == ["printgradnorm", "legacy_backward"] and row[-1] == "1"
+            await pilot.press("b", "escape")
+            assert [bp.user_hook for bp in app.source.breakpoints] == [0]
+
+    run(script())
+
