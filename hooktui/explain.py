@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .engine.records import Event, TensorRecord, TraceInfo
+from .engine.user_hook_records import KIND_TEXT
 from .format import shape_text
 
 
@@ -24,7 +25,8 @@ class Statement:
 def explain(event: Event, events: Sequence[Event], info: TraceInfo | None = None) -> list[Statement]:
     who = _who(event)
     builder = _BUILDERS.get(event.hook, _generic)
-    return builder(event, events, who, info)
+    out = builder(event, events, who, info)
+    return out if event.hook == "user_hook" else out + _user_hooks_nearby(event, events)
 
 
 def _who(event: Event) -> str:
@@ -115,6 +117,79 @@ def _node(event: Event, events, who: str, info) -> list[Statement]:
     return out + _notes(event)
 
 
+def _user_hook(event: Event, events, who: str, info) -> list[Statement]:
+    call = event.user_hook
+    if call is None:
+        return _generic(event, events, who, info)
+    hook = call.hook
+    on = f" on autograd node {event.grad_fn}" if event.grad_fn else ""
+    out = [
+        Statement(
+            f"Your hook `{hook.function}` ({KIND_TEXT.get(hook.kind, hook.kind)} on {hook.owner}), defined at "
+            f"{_short(hook.where)}, ran here{on}, for {who}."
+        )
+    ]
+    if hook.kind.endswith("legacy_backward"):
+        out.append(
+            Statement(
+                f"PyTorch attaches a legacy hook to the autograd node that made the module's first output — the "
+                f"module's last op{f' ({event.grad_fn})' if event.grad_fn else ''} — so its grad_input holds that "
+                f"node's input gradients, not the gradients w.r.t. the module's inputs."
+            )
+        )
+        forward = next((e for e in reversed(events[: event.index]) if e.hook == "forward" and e.module == event.module), None)
+        mine, theirs = _tensor_named(event, "grad_input[0]"), _tensor_named(forward, "args[0]") if forward else None
+        if mine is not None and theirs is not None and not mine.is_missing:
+            same = mine.shape == theirs.shape
+            out.append(
+                Statement(
+                    f"`grad_input[0]` has shape {shape_text(mine)}; `{event.module}`'s input args[0] has shape "
+                    f"{shape_text(theirs)} {'✓' if same else '✗'}",
+                    ok=same,
+                )
+            )
+    for tensor in event.tensors:
+        if tensor.name.startswith("returned ") or tensor.name.endswith(" after the hook"):
+            continue
+        shape = "None" if tensor.is_missing else shape_text(tensor)
+        norm = f", norm {tensor.stats.norm:.4g}" if tensor.stats and tensor.stats.norm is not None else ""
+        out.append(Statement(f"It received `{tensor.name}`: shape {shape}{norm}."))
+    if call.returned == "raised":
+        out.append(Statement(f"It raised {call.error}: the exception reaches the model's caller, as without hooktui.", ok=False))
+    elif call.returned == "None" and not call.changes:
+        out.append(Statement("It returned None and changed nothing: what it received goes on unchanged."))
+    elif call.returned == "same":
+        out.append(Statement("It returned what it received: nothing replaced."))
+    for change in call.changes:
+        out.append(Statement(f"It changed {change}."))
+    return out + _notes(event)[1:]  # the first note names the hook: said above
+
+
+def _user_hooks_nearby(event: Event, events: Sequence[Event]) -> list[Statement]:
+    """The user hooks that ran right before or after this firing, for the same module."""
+    near = []
+    for step in (-1, 1):
+        i = event.index + step
+        while 0 <= i < len(events) and events[i].hook == "user_hook":
+            near.append(events[i])
+            i += step
+    out = []
+    for other in sorted(near, key=lambda e: e.index):
+        if other.user_hook is None or other.module != event.module or other.phase != event.phase:
+            continue
+        hook = other.user_hook.hook
+        when = "before" if other.index < event.index else "after"
+        effect = "; ".join(other.user_hook.changes) or (
+            f"raised {other.user_hook.error}" if other.user_hook.returned == "raised" else "changed nothing"
+        )
+        out.append(Statement(f"Your hook `{hook.function}` at {_short(hook.where)} ran just {when} this (#{other.index}): {effect}."))
+    return out
+
+
+def _short(where: str) -> str:
+    return where.rsplit("/", 1)[-1]
+
+
 def _error(event: Event, events, who: str, info) -> list[Statement]:
     err = event.error
     text = f"{err.type}: {err.message}" if err else "the run failed"
@@ -135,6 +210,7 @@ _BUILDERS = {
     "node_pre": _node,
     "node": _node,
     "error": _error,
+    "user_hook": _user_hook,
 }
 
 

@@ -71,6 +71,10 @@ def _event_strings(event: Event) -> list[str]:
         out += (event.source.filename, event.source.function, event.source.line)
     if event.error is not None:
         out += (event.error.type, event.error.message, event.error.traceback)
+    if event.user_hook is not None:
+        call, hook = event.user_hook, event.user_hook.hook
+        out += (call.returned, call.error or "", *call.changes, hook.kind, hook.owner, hook.function)
+        out += (hook.filename or "", hook.module or "", hook.registered_at or "", *hook.flags)
     stack = [event.node]
     while stack:
         node = stack.pop()

@@ -24,8 +24,12 @@ MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
 class Breakpoint:
     module: str = "*"  # glob over qualified module names; "" is the root
     phase: str | None = None  # "forward", "backward" or None for both
+    # Set: break only when this user hook fires (UserHookInfo.id); `module` is then ignored.
+    user_hook: int | None = None
 
     def matches(self, event: Event) -> bool:
+        if self.user_hook is not None:
+            return event.user_hook is not None and event.user_hook.hook.id == self.user_hook
         if self.phase is not None and event.phase != self.phase:
             return False
         return fnmatch.fnmatchcase(event.module, self.module)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .user_hook_records import UserHookCall, UserHookInfo
+
 PHASES = ("forward", "backward")
 # Hook kinds, in the order a reader meets them. `error` is the last event of a run
 # whose model raised.
@@ -173,6 +175,8 @@ class Event:
     # Facts worth saying about this firing, e.g. why it fired early.
     notes: list[str] = field(default_factory=list)
     error: ErrorRecord | None = None
+    # `user_hook` firings: which of the model's own hooks ran and what it did (user_hooks.py).
+    user_hook: UserHookCall | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,6 +236,8 @@ _NESTED: dict[tuple[type, str], type] = {
     (Event, "source"): SourceLocation,
     (Event, "node"): NodeRecord,
     (Event, "error"): ErrorRecord,
+    (Event, "user_hook"): UserHookCall,
+    (UserHookCall, "hook"): UserHookInfo,
     (TensorRecord, "stats"): TensorStats,
     (NodeRecord, "next"): NodeRecord,
     (TraceInfo, "modules"): ModuleInfo,

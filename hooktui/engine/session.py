@@ -25,6 +25,7 @@ from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
+from .user_hooks import UserHooks
 
 _FREEZE_EVERY = 1024  # firings between gc.freeze() calls while running
 
@@ -88,6 +89,8 @@ class Session:
         self.legacy = legacy
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
+        # The model's own hooks (found now; those registered during the run are added).
+        self.user_hooks = UserHooks(model)
         device = next((str(p.device) for p in model.parameters()), "cpu")
         if loss_fn is None:
             loss_text = "default loss: sum of every floating-point output"
@@ -132,6 +135,10 @@ class Session:
     def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
         return self.gate.toggle_breakpoint(Breakpoint(module=module, phase=phase))
 
+    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
+        """Break when the user hook `hook_id` (UserHookInfo.id) fires; True when now set."""
+        return self.gate.toggle_breakpoint(Breakpoint(user_hook=hook_id))
+
     @property
     def state(self) -> str:
         return self.trace.state
@@ -150,6 +157,7 @@ class Session:
         final = "finished"
         try:
             with preserved_model_state(self.model, self.args, self.kwargs), torch.enable_grad():
+                self.user_hooks.install(tracer)  # first: the tracer's own hooks are not the user's
                 tracer.install()
                 try:
                     output = self._run_model_forward()
@@ -164,6 +172,7 @@ class Session:
                     loss.backward()  # the tracer notices it starting (backward_calls.py)
                 finally:
                     tracer.remove()
+                    self.user_hooks.remove()
         except QuitRequested:
             final = "quit"
         except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host

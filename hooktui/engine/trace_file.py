@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from .records import PHASES, ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from .source_lines import lines_near
+from .user_hook_records import KIND_TEXT, UserHookCall, UserHookInfo
 
 FORMAT = "hooktui-trace"
 VERSION = 1
@@ -54,7 +55,7 @@ PARAMS_MAX = 10_000
 SOURCE_FILES_MAX = 10_000
 SOURCE_LINES_MAX = 100_000  # stored lines per file
 
-HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "param_grad", "legacy_backward", "node_pre", "node", "error")
+HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "param_grad", "legacy_backward", "node_pre", "node", "user_hook", "error")
 
 
 class TraceFileError(Exception):
@@ -315,6 +316,24 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "forward_index": optional(COUNT),
         "notes": list_of(text(TEXT_MAX), NOTES_MAX),
         "error": optional(record(ErrorRecord)),
+        "user_hook": optional(record(UserHookCall)),
+    },
+    UserHookCall: {
+        "hook": record(UserHookInfo),
+        "returned": one_of("None", "same", "replaced", "raised"),
+        "changes": list_of(text(TEXT_MAX), NOTES_MAX),
+        "error": optional(text(TEXT_MAX)),
+    },
+    UserHookInfo: {
+        "id": COUNT,
+        "kind": one_of(*KIND_TEXT),
+        "owner": NAME,
+        "function": NAME,
+        "filename": optional(text(PATH_MAX)),
+        "lineno": optional(COUNT),
+        "module": optional(NAME),
+        "flags": list_of(NAME, NOTES_MAX),
+        "registered_at": optional(text(PATH_MAX)),
     },
     ModuleInfo: {
         "name": NAME,

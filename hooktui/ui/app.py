@@ -28,6 +28,7 @@ from .messages import EventsReady, FiringChosen, StateChanged
 from .paths import display_path
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
+from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
 from .sources import LiveSource, RecordedSource, Source
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
@@ -67,6 +68,7 @@ class HooktuiApp(App):
         Binding("G", "latest", "Latest", show=False, id="hooktui.latest"),
         Binding("j", "jump", "Fwd↔bwd", show=False, id="hooktui.jump"),
         Binding("L", "legacy", "Legacy", show=False, id="hooktui.legacy"),
+        Binding("H", "user_hooks", "Your hooks", show=False, id="hooktui.user_hooks"),
         Binding("slash", "filter", "Filter", show=False, id="hooktui.filter"),
         Binding("t", "pane('tensors')", "Tensors pane", show=False, id="hooktui.pane.tensors"),
         Binding("x", "pane('explain')", "Explain pane", show=False, id="hooktui.pane.explain"),
@@ -95,6 +97,7 @@ class HooktuiApp(App):
         "latest": "latest firing",
         "jump": "jump between a backward firing and its forward firing (and back)",
         "legacy": "show or hide the legacy register_backward_hook firings",
+        "user_hooks": "your hooks: every hook the model registered itself, hit counts, b to break on one",
         "filter": "filter the timeline by module name (escape clears)",
         "pane('tensors')": "show the tensors pane",
         "pane('explain')": "show the explain pane (what this firing means)",
@@ -181,6 +184,7 @@ class HooktuiApp(App):
             self.history.move(0)
             self.history.follow = False
         self.query_one(Timeline).grow()
+        self.query_one(ModuleTree).mark_user_hooks(modules_with_user_hooks(self.source.user_hooks(self.history.events)))
         self._fit_layout()
         self.query_one(Timeline).focus()
         self._render_current()
@@ -318,7 +322,7 @@ class HooktuiApp(App):
         )
 
     def _breakpoint_modules(self) -> set[str]:
-        return {bp.module for bp in self.source.breakpoints}
+        return {bp.module for bp in self.source.breakpoints if bp.user_hook is None}
 
     def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
@@ -524,6 +528,11 @@ class HooktuiApp(App):
             return
         self.source.toggle_breakpoint(module)
         self._render_current()
+
+    def action_user_hooks(self) -> None:
+        breaks = {bp.user_hook for bp in self.source.breakpoints if bp.user_hook is not None}
+        hooks = self.source.user_hooks(self.history.events)
+        self.push_screen(UserHooksScreen(hooks, self.history.events, breaks, self.source.toggle_user_hook_breakpoint))
 
     def action_break_backward(self) -> None:
         self.source.break_on_backward = not self.source.break_on_backward

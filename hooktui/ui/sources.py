@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..engine.gate import Breakpoint
 from ..engine.records import Event, TraceInfo
 from ..engine.source_lines import file_lines
+from ..engine.user_hook_records import UserHookInfo
 from ..visible import visible_event, visible_info
 from .messages import EventsReady, StateChanged
 
@@ -106,6 +107,17 @@ class Source:
     def toggle_breakpoint(self, module: str) -> bool:
         return False
 
+    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
+        return False
+
+    def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
+        """The model's own hooks: those that fired (a trace keeps no others)."""
+        found: dict[int, UserHookInfo] = {}
+        for event in events:
+            if event.user_hook is not None:
+                found.setdefault(event.user_hook.hook.id, event.user_hook.hook)
+        return [found[k] for k in sorted(found)]
+
     break_on_backward = False
 
 
@@ -134,7 +146,12 @@ class RecordedSource(Source):
         return frozenset(self._breakpoints)
 
     def toggle_breakpoint(self, module: str) -> bool:
-        bp = Breakpoint(module=module)
+        return self._toggle(Breakpoint(module=module))
+
+    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
+        return self._toggle(Breakpoint(user_hook=hook_id))
+
+    def _toggle(self, bp: Breakpoint) -> bool:
         if bp in self._breakpoints:
             self._breakpoints.discard(bp)
             return False
@@ -248,6 +265,13 @@ class LiveSource(Source):
 
     def toggle_breakpoint(self, module: str) -> bool:
         return self.session.toggle_breakpoint(module)
+
+    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
+        return self.session.toggle_user_hook_breakpoint(hook_id)
+
+    def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
+        """Every hook found at start, and those registered so far."""
+        return list(self.session.user_hooks.infos)
 
     @property
     def break_on_backward(self) -> bool:  # type: ignore[override]

@@ -21,7 +21,19 @@ def snapshot(model: nn.Module):
         "grads": {n: (p.grad, None if p.grad is None else p.grad.clone()) for n, p in model.named_parameters()},
         "training": {n: m.training for n, m in model.named_modules()},
         "requires_grad": {n: p.requires_grad for n, p in model.named_parameters()},
+        "hooks": hooks_left(model),  # the model's own (seed_user_hook has one)
+        "hook_functions": _hook_functions(model),
     }
+
+
+def _hook_functions(model: nn.Module) -> list:
+    """(module, dict, key, function) of every module hook the model carries itself."""
+    return [
+        (name, attr, key, fn)
+        for name, module in model.named_modules()
+        for attr in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+        for key, fn in getattr(module, attr).items()
+    ]
 
 
 def assert_unchanged(model: nn.Module, before) -> None:
@@ -37,7 +49,11 @@ def assert_unchanged(model: nn.Module, before) -> None:
             assert torch.equal(now, values), f".grad of {name} changed"
     assert after["training"] == before["training"]
     assert after["requires_grad"] == before["requires_grad"]
-    assert hooks_left(model) == []
+    assert hooks_left(model) == before["hooks"]
+    now = _hook_functions(model)
+    assert len(now) == len(before["hook_functions"])
+    for (name, attr, key, fn), (name2, attr2, key2, fn2) in zip(now, before["hook_functions"]):
+        assert (name, attr, key) == (name2, attr2, key2) and fn is fn2, "the model's own hook is its original function again"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,6 @@
 """The model's modules as a tree, with marks: ▶ current firing's module, ● breakpoint,
-✓ already fired in the current phase (a breakpoint mark hides it)."""
+✓ already fired in the current phase (a breakpoint mark hides it), and a trailing `H`
+on a module that carries hooks of the model's own (`H` lists them)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from textual.widgets.tree import TreeNode
 
 from ...engine.records import ModuleInfo, TraceInfo
 
-CURRENT, BREAK, VISITED = "▶", "●", "✓"
+CURRENT, BREAK, VISITED, USER_HOOKS = "▶", "●", "✓", "H"
 
 
 def fit_type(type_name: str, room: int) -> str:
@@ -42,6 +43,7 @@ class ModuleTree(Tree[str]):
         self._info.setdefault("", root)
         self._module_nodes: dict[str, TreeNode[str]] = {"": self.root}
         self._marks: dict[str, tuple[bool, bool, bool]] = {}
+        self._hooked: set[str] = set()
         for module in info.modules:
             if module.name == "":
                 continue
@@ -61,7 +63,15 @@ class ModuleTree(Tree[str]):
         node = self.cursor_node
         return None if node is None else node.data
 
+    def mark_user_hooks(self, modules: set[str]) -> None:
+        """Mark the modules that carry the model's own hooks."""
+        self._hooked = set(modules)
+        self._relabel()
+
     def on_resize(self) -> None:
+        self._relabel()
+
+    def _relabel(self) -> None:
         for name, node in self._module_nodes.items():
             node.set_label(self._label(name, *self._marks.get(name, (False, False, False))))
 
@@ -86,12 +96,15 @@ class ModuleTree(Tree[str]):
         text.append(name.rpartition(".")[2] if name else "(root)", "bold" if current else "")
         text.append(" ")
         node = self._module_nodes.get(name)
+        hooked = name in self._hooked
         # Cells left for the type: the tree's guides take 2 a level, an unfold mark 2, the
-        # scrollbar 1. Before the first layout (width 0) the whole type.
+        # scrollbar 1, the user-hook mark 2. Before the first layout (width 0) the whole type.
         depth = 0 if not name else name.count(".") + 1
-        indent = 2 * depth + (2 if node is not None and node.children else 0) + 1
+        indent = 2 * depth + (2 if node is not None and node.children else 0) + 1 + (2 if hooked else 0)
         room = self.size.width - indent - text.cell_len if self.size.width else len(module.type)
         text.append(fit_type(module.type, room), "bold" if not name else "dim")
+        if hooked:
+            text.append(" " + USER_HOOKS, "bold magenta")
         return text
 
     def show_module(self, module: str) -> None:
