@@ -85,6 +85,8 @@ def test_seed_user_hook_firing_with_explain(snap_compare, size):
         await pilot.press("n")
         await paused_at(pilot, here)
         await pilot.press("x")
+        # The sample's hook prints: the "model is printing" notice is timed, so not pictured.
+        pilot.app.clear_notifications()
         await pilot.pause()
 
     assert snap_compare(sample_app("seed_user_hook.py"), terminal_size=size, run_before=run_before)
