@@ -16,6 +16,7 @@ from hooktui.engine.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
+from hooktui.ui.widgets.timeline import Timeline
 
 from ui_helpers import ROOT, paused_at, sample_app, wait_for
 from ui_models import FailsInBackward, inputs
@@ -84,6 +85,13 @@ def test_exception_modal(snap_compare, size):
         await paused_at(pilot, 0)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ErrorScreen), "the error screen")
+        # The timeline behind the modal catches up with the last firings (its scrollbar
+        # too) frames later, later still on a loaded machine: settle, then repaint it.
+        await wait_for(pilot, lambda: pilot.app.state == "failed", "the run to end")
+        timeline = pilot.app.screen_stack[0].query_one(Timeline)
+        await wait_for(pilot, lambda: timeline.scroll_y == timeline.max_scroll_y, "the timeline at its end")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 

@@ -206,6 +206,13 @@ class Timeline(ScrollView, can_focus=True):
             self.scroll_to(y=row, animate=False, immediate=True, force=True)
         elif row >= top + visible:
             self.scroll_to(y=row - visible + 1, animate=False, immediate=True, force=True)
+        # A scroll made while the scrollbar was still hidden (the rows had just grown past
+        # the view) never reaches the bar: without this its thumb shows at the top.
+        self.call_after_refresh(self._sync_scrollbar)
+
+    def _sync_scrollbar(self) -> None:
+        if self.show_vertical_scrollbar and self.vertical_scrollbar.position != self.scroll_y:
+            self.vertical_scrollbar.position = self.scroll_y
 
     def _choose_row(self, row: int) -> None:
         if self.row_count == 0:
