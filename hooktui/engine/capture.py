@@ -206,6 +206,9 @@ class Tracer:
         self._stacks.clear()
         self._calls.clear()
         self._backwards.clear()
+        # The tracer's helpers point back at it (a cycle only the collector frees): drop
+        # the session (and its trace) from it, so they are freed as soon as they are dropped.
+        self.emit = _after_the_run
 
     def next_index(self) -> int:
         index = self._next_index
@@ -280,8 +283,9 @@ class Tracer:
 
     # -- backward: where the watches go --------------------------------------------
     @contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False):
-        """Around one torch.autograd.backward / grad call (backward_calls.py)."""
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
+        """Around one torch.autograd.backward / grad call (backward_calls.py). `keep_graph`:
+        retain_graph (None: as PyTorch, create_graph)."""
         note = None
         if self.phase == "forward":
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
@@ -292,16 +296,18 @@ class Tracer:
         current = _Backward(kind)
         self._backwards.append(current)
         start = torch._C._autograd._get_sequence_nr()
+        nodes.backward_started()
         try:
-            self._place_watches(roots, note)
+            self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
             yield
             self._release(None)
         finally:
+            nodes.backward_ended()
             self._backwards.remove(current)
             if create_graph:
                 self._double_backward.append((start, torch._C._autograd._get_sequence_nr()))
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -323,8 +329,18 @@ class Tracer:
                     graph.append(nxt)
         for call in self._calls:
             self._watch_call(_Pass(call, note), consumers, seen)
+        release = self._release
+
+        def starting(_grads, n) -> None:
+            nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
+            release(_seq(n))
+
         for node in graph:
-            self._node_hooks.handles.append(node.register_prehook(lambda _grads, n=node: self._release(_seq(n))))
+            if keep_graph:
+                hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
+            else:
+                hook = lambda grads, n=node: starting(grads, n)  # noqa: E731
+            self._node_hooks.handles.append(node.register_prehook(hook))
 
     def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> None:
         call = state.call
@@ -553,6 +569,10 @@ class Tracer:
         self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state))
         return event.index
 
+
+
+def _after_the_run(_event: Event, _live: LiveFiring) -> None:
+    """A hook left on a tensor of the run (user_hooks.py) firing after it ended: not recorded."""
 
 
 def _kwargs_apart_from_args(kwargs: dict, input_edges: dict[int, tuple[Any, int]]) -> dict | None:

@@ -17,7 +17,7 @@ import threading
 import weakref
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,9 +42,10 @@ def empty_stats() -> TensorStats:
     return TensorStats(count=0)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Head:
-    """What is known about a summarised tensor before any value is read."""
+    """What is known about a summarised tensor before any value is read (shared by
+    every snapshot of tensors of one shape and dtype: never modified)."""
 
     count: int
     of: str
@@ -53,10 +54,9 @@ class Head:
     wide: bool  # values need float64 to stay exact
     shape: list[int]
     block_shape: list[int] | None
-    # The leading block's copy; WHOLE when the snapshot holds the whole tensor.
-    block: object = field(default=None)
 
 
+# A snapshot's `block` when the snapshot holds the whole tensor (the block is cut out of it).
 WHOLE = object()
 
 
@@ -78,14 +78,20 @@ class Ready:
 
 class HostSnapshot:
     """A CPU snapshot: the exact non-finite counts, and either the values themselves
-    (`values`, small tensors) or exact moments and a sample of the finite values."""
+    (`values`, small tensors) or exact moments and a sample of the finite values.
 
-    __slots__ = ("head", "counts", "values", "moments", "sample", "_result", "__weakref__")
+    `counts` None: `values` is a private copy of the whole tensor and the counts are
+    taken from it when first asked for (exactly what they were at the firing)."""
 
-    def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None) -> None:
-        self.head, self.counts, self.values, self.moments, self.sample = head, counts, values, moments, sample
+    __slots__ = ("head", "counts", "values", "moments", "sample", "block", "_result", "__weakref__")
+
+    def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None,
+                 block=None, nbytes: int | None = None) -> None:
+        self.head, self.counts, self.values, self.moments, self.sample, self.block = head, counts, values, moments, sample, block
         self._result = None
-        _current_budget().add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
+        if nbytes is None:
+            nbytes = _nbytes(values) + _nbytes(sample) + _nbytes(block)
+        _current_budget().add(self, nbytes)
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
@@ -94,22 +100,33 @@ class HostSnapshot:
             self._result = (stats, None, None)
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
-        return self.counts
+        counts = self.counts
+        if counts is None:
+            with _resolve_lock:
+                counts = self.counts
+                if counts is None:
+                    result = self._result
+                    counts = self.counts = (
+                        count_nonfinite(self.values) if result is None else (result[0].nan, result[0].posinf, result[0].neginf)
+                    )
+        return counts
 
     def resolve(self):
+        if self.counts is None and self._result is None:
+            self.nonfinite_counts()
         with _resolve_lock:
             if self._result is None:
                 head = self.head
                 if self.values is not None:
                     values = _np(self.values)
-                    block = head.block
+                    block = self.block
                     if block is WHOLE:
                         block = _cut(values.reshape(head.shape), head.block_shape)
                     result = finish(head, self.counts, None, values, True, block)
                 else:
-                    result = finish(head, self.counts, self.moments, _np(self.sample), False, head.block)
+                    result = finish(head, self.counts, self.moments, _np(self.sample), False, self.block)
                 self._result = result
-                self.values = self.sample = head.block = None
+                self.values = self.sample = self.block = None
             return self._result
 
 
@@ -154,10 +171,24 @@ def _nbytes(t) -> int:
     return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
 
+_NO_NONFINITE = (0, 0, 0)
+
+
+def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
+    """(NaN, +Inf, -Inf) in `t`, exact. A finite sum proves there are none (a finite
+    tensor whose sum overflows takes the slow path)."""
+    if not t.is_floating_point():
+        return _NO_NONFINITE
+    total = (t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum()).item()
+    if math.isfinite(total):
+        return _NO_NONFINITE
+    return (int(torch.isnan(t).sum()), int(torch.isposinf(t).sum()), int(torch.isneginf(t).sum()))
+
+
 class DeviceSnapshot:
     """A snapshot whose numbers are still device tensors; see `take`."""
 
-    __slots__ = ("head", "vec", "sample", "sample_is_all", "batch", "_host", "_result")
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
 
     @classmethod
     def take(cls, head: Head, flat: torch.Tensor, work: torch.Tensor, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
@@ -182,14 +213,14 @@ class DeviceSnapshot:
         self.vec = torch.stack([n_finite, lo, hi, scale, mean, (safe * safe).sum(), var] + [c.double() for c in counts])
         self.sample_is_all = wd.numel() <= sample_size
         self.sample = (wd if self.sample_is_all else wd[:: math.ceil(wd.numel() / sample_size)]).clone()
-        head.block = None if block is None else block.clone()
+        self.block = None if block is None else block.clone()
         self.head, self._host, self._result = head, None, None
         self.batch = _batch()
         self.batch.add(self)
         return self
 
     def elements(self) -> int:
-        block = self.head.block
+        block = self.block
         return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
@@ -242,18 +273,18 @@ class _Batch:
                 return
             parts = []
             for m in members:
-                parts += [m.vec, m.sample] + ([m.head.block.reshape(-1).double()] if m.head.block is not None else [])
+                parts += [m.vec, m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
             host = torch.cat(parts).cpu().numpy()
             host_transfers += 1
             at = 0
             for m in members:
                 pieces = []
-                for n in (m.vec.numel(), m.sample.numel(), 0 if m.head.block is None else m.head.block.numel()):
+                for n in (m.vec.numel(), m.sample.numel(), 0 if m.block is None else m.block.numel()):
                     pieces.append(host[at : at + n])
                     at += n
                 vec, sample, block = pieces
-                m._host = (vec, sample, block if m.head.block is not None else None)
-                m.vec = m.sample = m.head.block = None
+                m._host = (vec, sample, block if m.block is not None else None)
+                m.vec = m.sample = m.block = None
 
 
 _local = threading.local()

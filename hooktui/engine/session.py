@@ -153,6 +153,9 @@ class Session:
         lazy = has_lazy_params(self.model)
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
         lazy_stats.start_run()
+        # Everything that exists now lives on: out of the collector's way for the run
+        # (unfrozen when it ends), so that a full collection walks only what the run made.
+        gc.freeze()
         self._set_state("running")
         final = "finished"
         try:
@@ -180,6 +183,7 @@ class Session:
             final = "failed"
         finally:
             self.current = None
+            self._tracer = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
             nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
