@@ -44,7 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -57,11 +57,11 @@ from .naming import call_tensors, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
-from .records import Event, SourceLocation, TensorRecord
+from .records import NO_NOTES, Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveFiring:
     """The live objects of the firing the worker is paused in."""
 
@@ -72,8 +72,7 @@ class LiveFiring:
     call: Any = None  # the engine's record of the module call (opaque to callers)
 
 
-@dataclass(frozen=True)
-class InputMeta:
+class InputMeta(NamedTuple):
     """What the engine keeps of a positional tensor input (not the tensor itself)."""
 
     shape: tuple[int, ...]
@@ -82,7 +81,7 @@ class InputMeta:
     requires_grad: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     """One call of one module, from its forward pre-hook to its last backward firing."""
 
@@ -158,8 +157,9 @@ class Tracer:
         self.emit = emit
         self.options = options
         self.phase = "forward"
-        self._names = {id(m): name for name, m in model.named_modules()}
         self._modules = {name: m for name, m in model.named_modules()}
+        # id(module) -> (name, type name): what every firing of the module repeats.
+        self._module_facts = {id(m): (name, type(m).__name__) for name, m in model.named_modules()}
         self.param_names = {id(p): name for name, p in model.named_parameters()}
         self._legacy = LegacyHooks(self) if legacy else None
         self._param_grads = ParamGradHooks(self) if param_grads else None
@@ -217,35 +217,36 @@ class Tracer:
 
     # -- forward -----------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
-        name = self._names[id(module)]
+        name, type_name = self._module_facts[id(module)]
         call = _Call(
             module=module,
             name=name,
-            type=type(module).__name__,
+            type=type_name,
             index=self._counts[name],
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
-            inputs={i: InputMeta(tuple(a.shape), a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
         )
         self._counts[name] += 1
         self._stacks[id(module)].append(call)
 
         tensors = call_tensors(args, kwargs)
-        self.fire_call(call, "forward_pre", [self.describe(n, t) for n, t in tensors], dict(tensors), node=None)
+        describe = self.describe
+        self.fire_call(call, "forward_pre", [describe(n, t) for n, t in tensors], dict(tensors), node=None)
 
         if not torch.is_grad_enabled():
             return None
         for i, arg in enumerate(args):
             if isinstance(arg, torch.Tensor) and arg.requires_grad:
-                edge = get_gradient_edge(arg)
-                first = next((j for j, e in call.input_edges.items() if e[0] is edge.node and e[1] == edge.output_nr), None)
+                edge = _edge(arg)
+                first = next((j for j, e in call.input_edges.items() if e[0] is edge[0] and e[1] == edge[1]), None)
                 if first is not None:
                     # Node hooks cannot tell the uses of one tensor apart: its whole
                     # gradient through this call goes to the first occurrence.
                     call.duplicates[i] = first
                     continue
-                call.input_edges[i] = (edge.node, edge.output_nr)
-        new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges)
+                call.input_edges[i] = edge
+        new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
         call.in_key = (call.seq_start, next(self._tick))
@@ -263,11 +264,12 @@ class Tracer:
                 self.failed_call = (call.name, call.type, call.index, call.source)
             return None
 
-        outputs = list(named_tensors(output, "output"))
-        first_node = next((t.grad_fn for _, t in outputs if t.grad_fn is not None), None)
+        outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
+        first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
-        call.forward_index = self.fire_call(call, "forward", [self.describe(n, t) for n, t in tensors], dict(tensors), node=first_node)
+        describe = self.describe
+        call.forward_index = self.fire_call(call, "forward", [describe(n, t) for n, t in tensors], dict(tensors), node=first_node)
         self._last_forward[call.name] = call.forward_index
         if not torch.is_grad_enabled():
             return None
@@ -552,23 +554,36 @@ class Tracer:
 
     def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> int:
+        name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+        index = self._next_index
+        self._next_index = index + 1
         event = Event(
-            index=self.next_index(),
+            index=index,
             phase=self.phase,
             hook=hook,
-            module=self._names.get(id(module), ""),
-            module_type=type(module).__name__,
+            module=name,
+            module_type=type_name,
             call=call,
-            grad_fn=nodes.node_name(node),
+            grad_fn=None if node is None else nodes.node_name(node),
             tensors=tensors,
             source=source,
-            node=nodes.describe_node(node),
+            node=None if node is None else nodes.describe_node(node),
             forward_index=forward_index,
-            notes=notes or [],
+            notes=notes or NO_NOTES,
         )
         self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state))
         return event.index
 
+
+
+def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
+    """The gradient edge (node, output_nr) of a tensor that requires grad: get_gradient_edge
+    without its cost for the common case, a tensor made by an op."""
+    node = tensor.grad_fn
+    if node is not None:
+        return node, tensor.output_nr
+    edge = get_gradient_edge(tensor)
+    return edge.node, edge.output_nr
 
 
 def _after_the_run(_event: Event, _live: LiveFiring) -> None:

@@ -32,10 +32,21 @@ def named_tensors(value: Any, prefix: str, depth: int = 0) -> Iterator[tuple[str
             yield from named_tensors(getattr(value, f.name, None), f"{prefix}.{f.name}", depth + 1)
 
 
+# "args[0]", "args[1]", ...: one string each, shared by every record.
+_ARG_NAMES = [f"args[{i}]" for i in range(16)]
+
+
+def arg_name(i: int) -> str:
+    return _ARG_NAMES[i] if i < len(_ARG_NAMES) else f"args[{i}]"
+
+
 def call_tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:
     tensors = []
     for i, arg in enumerate(args):
-        tensors.extend(named_tensors(arg, f"args[{i}]"))
+        if isinstance(arg, torch.Tensor):  # the common case, without a generator
+            tensors.append((arg_name(i), arg))
+        else:
+            tensors.extend(named_tensors(arg, arg_name(i)))
     for key, value in kwargs.items():
         tensors.extend(named_tensors(value, f"kwargs[{key!r}]"))
     return tensors

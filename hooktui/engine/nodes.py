@@ -1,29 +1,29 @@
 """Autograd node introspection: real names, next_functions trees, saved tensor shapes.
 
-A firing's node is described `depth` levels deep (its next_functions, theirs, ...), and
-most firings share most of those nodes, so descriptions are cached and shared, and
-what can change is tracked rather than read again at every firing. A node's name, its
-creation order and its inputs never change; its saved tensors can only go from present
-to freed, and only once it has started running in a backward that frees the graph
-(PyTorch releases them right after the node ran, after its post-hooks). So:
+A firing's node is described `depth` levels deep (its next_functions, theirs, ...). Most
+firings share most of those nodes, and a description is mostly read by nobody (a run
+through) or for one firing at a time (the app), so at the firing only what could be lost
+is taken, and the records are built when first read:
 
-- each node's facts are read once, when it is first described;
-- capture.py tells this module when a node is about to run (`node_started`, from the
-  pre-hook it puts on every node of a backward's graph); from then on the node is
-  *volatile*: its saved tensors are read again whenever it is described, until they are
-  seen freed, which is final;
-- a described tree is reused as it is while none of its nodes is volatile or has started
-  since it was built; otherwise it is rebuilt from its (mostly reused) subtrees.
+- each node's facts (name, creation order, inputs, saved tensors) are read once, when it
+  first appears in a firing's tree; they hold no tensor;
+- a node's saved tensors can only go from present to freed, and only once it has
+  started running in a backward that frees the graph (PyTorch releases them right after
+  the node and its post-hooks ran). capture.py says when a node is about to run
+  (`node_started`, from the pre-hook it puts on every node of a backward's graph); such
+  a node is *volatile* until its saved tensors are seen freed: at every firing, the
+  volatile nodes are read again, and each change is kept with the tick it was seen at;
+- a firing keeps its root's facts and the current tick (`LazyNodeRecord`); reading it
+  builds the NodeRecord tree as it was at that tick, shared with every other firing
+  that saw the same states.
 
 What a firing records is therefore what reading every node at the firing would give
-(tests/engine/test_node_records.py checks it against such an eager reading), at the cost
-of a few lookups per firing. A backward that hooktui did not notice (backward_calls.py)
-falls back to reading every node at every firing.
+(tests/engine/test_node_records.py checks it against such an eager reading), for a few
+lookups per firing. A backward that hooktui did not notice (backward_calls.py) falls back
+to reading every node of the tree at every firing.
 """
 
 from __future__ import annotations
-
-import itertools
 
 import torch
 
@@ -63,50 +63,116 @@ def node_name(node) -> str | None:
 
 
 class _Facts:
-    """What is known of one node: read once, except `saved` while the node is volatile."""
+    """One node, as read when it first appeared in a firing's tree. `history`: its saved
+    tensors, [(tick, saved)] in tick order (one entry unless it ran in a backward)."""
 
-    __slots__ = ("node", "name", "seq_nr", "saved", "nexts")
+    __slots__ = ("node", "name", "seq_nr", "n_next", "children", "reach", "history", "records")
 
-    def __init__(self, node) -> None:
-        self.node = node  # held, so that its id is not recycled while cached
+    def __init__(self, node, tick: int) -> None:
+        self.node = node  # while the run lasts: keeps its id from being recycled
         self.name = name_of(node)
         self.seq_nr = _seq_nr(node)
-        self.saved = _read_saved(node)
-        self.nexts = node.next_functions
+        self.n_next = len(node.next_functions)
+        self.children: tuple[_Facts | None, ...] | None = None  # the first BREADTH next_functions
+        self.reach = -1  # the depth to which the facts below it exist
+        self.history = [(tick, _read_saved(node))]
+        self.records: dict[tuple[int, int], NodeRecord] | None = None  # built records, by (depth, tick)
+
+    def saved_at(self, tick: int) -> tuple[int, dict]:
+        """(tick of the reading in force at `tick`, the saved tensors then)."""
+        history = self.history
+        for i in range(len(history) - 1, 0, -1):
+            if history[i][0] <= tick:
+                return history[i]
+        return history[0]
 
 
-# A described tree: (node, record, ids of its nodes, tick it was built at, complete, depth).
-# Complete: no node of it was cut off by the depth, so the same record serves any
-# greater depth.
-_Tree = tuple
+# next_functions shown per node; deeper or wider is marked `truncated`.
+BREADTH = 6
+
+
+class LazyNodeRecord(NodeRecord):
+    """A NodeRecord built on first read from the facts taken at its firing (see the module
+    docstring); equal to the record an eager reading at the firing would give."""
+
+    __slots__ = ("_facts", "_depth", "_tick")
+
+    def __getattr__(self, name: str):
+        if name not in _NODE_FIELDS:
+            raise AttributeError(name)
+        record = _record_at(self._facts, self._depth, self._tick)[0]
+        self.name, self.seq_nr, self.next, self.saved, self.truncated = (
+            record.name, record.seq_nr, record.next, record.saved, record.truncated
+        )
+        return getattr(self, name)
+
+    def names(self) -> list[str]:
+        """Every node name in the tree, without building it (visible.py checks them)."""
+        out: list[str] = []
+        stack = [(self._facts, self._depth)]
+        while stack:
+            facts, depth = stack.pop()
+            out.append(facts.name)
+            if depth > 0 and facts.children:
+                stack.extend((child, depth - 1) for child in facts.children if child is not None)
+        return out
+
+
+_NODE_FIELDS = frozenset(("name", "seq_nr", "next", "saved", "truncated"))
+
+
+def _record_at(facts: _Facts, depth: int, tick: int) -> tuple[NodeRecord, int]:
+    """The record of `facts` `depth` levels deep as it was at `tick`, and the tick of the
+    latest reading it depends on (records are shared by that key)."""
+    seen, saved = facts.saved_at(tick)
+    children: list[NodeRecord | None] = []
+    if depth > 0:
+        for child in facts.children or ():
+            if child is None:
+                children.append(None)
+                continue
+            record, child_seen = _record_at(child, depth - 1, tick)
+            children.append(record)
+            seen = max(seen, child_seen)
+        truncated = facts.n_next > BREADTH
+    else:
+        truncated = facts.n_next > 0
+    key = (depth, seen)
+    records = facts.records
+    if records is None:
+        records = facts.records = {}
+    record = records.get(key)
+    if record is None:
+        record = records[key] = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
+    return record, seen
+
 
 class _State:
-    """Caches for one run (cleared when it ends: they hold nodes)."""
+    """What one run knows of its nodes (a new one when the run ends: it holds nodes)."""
 
     def __init__(self) -> None:
         self.facts: dict[int, _Facts] = {}
-        self.trees: dict[tuple[int, int], _Tree] = {}
-        self.complete: dict[int, _Tree] = {}
-        # Nodes that started running and whose saved tensors were not yet seen freed.
+        # Nodes with facts that started running and whose saved tensors were not yet
+        # seen freed: read again at every firing.
         self.volatile: dict[int, object] = {}
-        # id(node) -> the tick at which its saved tensors last started or stopped
-        # changing (never: absent). A tree built before that tick may be stale.
-        self.changed: dict[int, int] = {}
-        self.ticks = itertools.count(1)
+        # Nodes that started in the backwards under way (facts made later begin volatile).
+        self.started: dict[int, object] = {}
         self.tick = 0
         # Backwards in progress that capture.py noticed (those outside them are read eagerly).
         self.noticed = 0
+        # (id(facts), depth) -> the latest lazy record: reused by firings at the same tick.
+        self.lazy: dict[tuple[int, int], LazyNodeRecord] = {}
 
 
 _state = _State()
-# Cached trees beyond this are dropped (all at once); the volatile bookkeeping is kept.
-_TREES_MAX = 1 << 16
 
 
 def forget_node_records() -> None:
-    """Drop the caches (and the nodes they hold) when a run ends."""
+    """A run ended: let go of its nodes (records not yet read keep the facts they need)."""
     global _state
-    _state = _State()
+    old, _state = _state, _State()
+    for facts in old.facts.values():
+        facts.node = None
 
 
 def backward_started() -> None:
@@ -115,7 +181,12 @@ def backward_started() -> None:
 
 
 def backward_ended() -> None:
-    _state.noticed = max(0, _state.noticed - 1)
+    state = _state
+    _reread(state)  # what the last nodes freed
+    state.noticed = max(0, state.noticed - 1)
+    if state.noticed == 0:  # nothing runs any more: nothing can change
+        state.volatile.clear()
+        state.started.clear()
 
 
 def node_started(node) -> None:
@@ -123,94 +194,75 @@ def node_started(node) -> None:
     be released from now on."""
     if _saved_slots(node):
         state = _state
-        state.volatile[id(node)] = node
-        _changed(state, node)
+        state.started[id(node)] = node
+        if id(node) in state.facts:
+            state.volatile[id(node)] = node
 
 
-def _changed(state: _State, node) -> None:
-    state.tick = next(state.ticks)
-    state.changed[id(node)] = state.tick
-
-
-def describe_node(node, depth: int = 3, breadth: int = 6) -> NodeRecord | None:
-    """A NodeRecord for `node` with its next_functions `depth` levels deep, as reading
-    every node now would give; shared with earlier firings wherever nothing changed."""
+def describe_node(node, depth: int = 3) -> NodeRecord | None:
+    """A record of `node` with its next_functions `depth` levels deep, as reading every
+    node now would give; built when first read."""
     node = real_node(node)
     if node is None:
         return None
     state = _state
+    if state.volatile:
+        _reread(state)
     eager = state.noticed == 0 and torch._C._current_graph_task_id() != -1
-    return _tree(state, node, depth, breadth, eager)[1]
+    facts = _facts_of(state, node)
+    _cover(state, facts, depth, eager)
+    key = (id(facts), depth)
+    record = state.lazy.get(key)
+    if record is None or record._tick != state.tick or record._facts is not facts:
+        record = LazyNodeRecord.__new__(LazyNodeRecord)
+        record._facts, record._depth, record._tick = facts, depth, state.tick
+        state.lazy[key] = record
+    return record
 
 
-def _tree(state: _State, node, depth: int, breadth: int, eager: bool) -> _Tree:
-    nid = id(node)
-    key = (nid, depth)
-    tree = state.trees.get(key)
-    if tree is None:
-        tree = state.complete.get(nid)
-        if tree is not None and tree[5] > depth:
-            tree = None
-    if tree is not None and tree[0] is node and not eager and _still_valid(state, tree):
-        return tree
-    facts = state.facts.get(nid)
+def _facts_of(state: _State, node) -> _Facts:
+    facts = state.facts.get(id(node))
     if facts is None or facts.node is not node:
-        facts = state.facts[nid] = _Facts(node)
-    elif eager or nid in state.volatile:
-        saved = _read_saved(node, facts.saved)
-        if saved is not facts.saved:
-            facts.saved = saved
-            _changed(state, node)
-    if nid in state.volatile and _is_final(facts.saved):
-        del state.volatile[nid]
-        _changed(state, node)
-    nexts = facts.nexts
-    children: list[NodeRecord | None] = []
-    members: tuple[int, ...] = (nid,)
+        facts = state.facts[id(node)] = _Facts(node, state.tick)
+        if id(node) in state.started and not _is_final(facts.history[-1][1]):
+            state.volatile[id(node)] = node
+    return facts
+
+
+def _cover(state: _State, facts: _Facts, depth: int, eager: bool) -> None:
+    """Make sure the facts of every node `depth` levels below `facts` exist (read now)."""
+    if eager:
+        _read_again(state, facts)
+    elif facts.reach >= depth:
+        return
     if depth > 0:
-        complete = True
-        for child, _ in nexts[:breadth]:
-            if child is None:
-                children.append(None)
-                continue
-            sub = _tree(state, child, depth - 1, breadth, eager)
-            children.append(sub[1])
-            members += sub[2]
-            complete = complete and sub[4]
-        truncated = len(nexts) > breadth
-    else:
-        truncated = bool(nexts)
-        complete = not nexts
-    old = tree[1] if tree is not None and tree[0] is node else None
-    if (
-        old is not None
-        and old.saved is facts.saved
-        and len(old.next) == len(children)
-        and all(a is b for a, b in zip(old.next, children))
-    ):
-        record = old
-    else:
-        record = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=facts.saved, truncated=truncated)
-    if len(state.trees) >= _TREES_MAX:
-        state.trees.clear()
-        state.complete.clear()
-        state.facts.clear()
-    tree = (node, record, members, state.tick, complete, depth)
-    state.trees[key] = tree
-    if complete and (nid not in state.complete or state.complete[nid][5] >= depth):
-        state.complete[nid] = tree
-    return tree
+        if facts.children is None:
+            facts.children = tuple(None if n is None else _facts_of(state, n) for n, _ in facts.node.next_functions[:BREADTH])
+        for child in facts.children:
+            if child is not None:
+                _cover(state, child, depth - 1, eager)
+    facts.reach = max(facts.reach, depth)
 
 
-def _still_valid(state: _State, tree: _Tree) -> bool:
-    """No node of the tree is volatile, and none changed after the tree was built."""
-    members = tree[2]
-    if not state.volatile.keys().isdisjoint(members):
-        return False
-    changed = state.changed
-    if not changed:
-        return True
-    return max(map(changed.get, members, itertools.repeat(0))) <= tree[3]
+def _reread(state: _State) -> None:
+    """Read the volatile nodes again; keep what changed; forget those now final."""
+    for nid, node in list(state.volatile.items()):
+        facts = state.facts.get(nid)
+        if facts is None or facts.node is not node:
+            del state.volatile[nid]
+            continue
+        saved = _read_again(state, facts)
+        if _is_final(saved):
+            del state.volatile[nid]
+
+
+def _read_again(state: _State, facts: _Facts) -> dict:
+    last = facts.history[-1][1]
+    saved = _read_saved(facts.node, last)
+    if saved is not last:
+        state.tick += 1
+        facts.history.append((state.tick, saved))
+    return saved
 
 
 def _is_final(saved: dict) -> bool:
@@ -226,7 +278,7 @@ _SAVED_MAX = 1 << 14
 
 
 def _interned(saved: dict) -> dict:
-    key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in saved.items())
+    key = tuple([(k, tuple(v) if type(v) is list else v) for k, v in saved.items()])
     shared = _SAVED.get(key)
     if shared is None:
         if len(_SAVED) >= _SAVED_MAX:
@@ -241,7 +293,12 @@ _NO_SAVED: dict = _interned({})
 def _read_saved(node, before: dict | None = None) -> dict:
     """The node's saved tensors as they are now (shared dict, never modified); `before`:
     the node's last reading."""
-    saved = _saved_shapes(node, before)
+    if _saved_slots(node):
+        saved = _saved_shapes(node, before)
+    elif name_of(node) == _ACCUMULATE:
+        saved = {}
+    else:
+        return _NO_SAVED
     if name_of(node) == _ACCUMULATE:
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):

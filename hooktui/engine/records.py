@@ -130,7 +130,7 @@ class LazyTensorRecord(TensorRecord):
         return values.tolist() if name == "values" and values is not None else getattr(self, name)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NodeRecord:
     """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
 
@@ -139,6 +139,15 @@ class NodeRecord:
     next: list[NodeRecord | None] = field(default_factory=list)
     saved: dict[str, list[int] | str] = field(default_factory=dict)
     truncated: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        # By field values, so a lazily built record (engine/nodes.py) equals its plain twin.
+        if not isinstance(other, NodeRecord):
+            return NotImplemented
+        return self is other or (
+            self.name == other.name and self.seq_nr == other.seq_nr and self.truncated == other.truncated
+            and self.saved == other.saved and self.next == other.next
+        )
 
 
 @dataclass
@@ -154,6 +163,20 @@ class ErrorRecord:
     type: str
     message: str
     traceback: str
+
+
+class _FrozenList(list):
+    """An empty list that cannot be filled: the notes of every firing that has none."""
+
+    def _refuse(self, *_args, **_kwargs):
+        raise TypeError("NO_NOTES is shared by every record without notes: build a new list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = __setitem__ = __delitem__ = _refuse
+    __iadd__ = __imul__ = _refuse
+
+
+# Shared by every Event without notes (most of them), instead of an empty list each.
+NO_NOTES: list[str] = _FrozenList()
 
 
 @dataclass(slots=True)
@@ -179,7 +202,9 @@ class Event:
     user_hook: UserHookCall | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["notes"] = list(self.notes)  # a plain list, also for NO_NOTES
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
