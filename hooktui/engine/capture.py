@@ -53,7 +53,7 @@ from torch.autograd.graph import get_gradient_edge
 from . import backward_calls, nodes, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
-from .naming import call_tensors, named_tensors
+from .naming import call_tensors, indexed, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
@@ -113,7 +113,7 @@ class _Call:
         return [(k, s.edge[0], s.edge[1]) for k, s in enumerate(self.slots) if s.edge is not None]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pass:
     """One call's backward firings in one backward pass."""
 
@@ -128,7 +128,7 @@ class _Pass:
     after_hooks: dict[int, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Backward:
     """One running backward (the main one, or one nested in it or in forward)."""
 
@@ -460,7 +460,7 @@ class Tracer:
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
         for i in range(call.n_args):
-            name, target = f"grad_input[{i}]", f"args[{i}]"
+            name, target = indexed("grad_input", i), indexed("args", i)
             meta = call.inputs.get(i)
             grad = grads[i] if i < len(grads) else None
             if meta is None:

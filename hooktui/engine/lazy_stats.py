@@ -13,6 +13,7 @@ the run pauses or ends, when one of them is read, or when too much is pending.
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import weakref
 from array import array
@@ -33,7 +34,7 @@ host_transfers = 0
 # Bytes of host snapshots and value blocks kept per run (per thread outside runs). Past it, the oldest
 # summaries are resolved and their value blocks dropped (their stats stay): memory stays
 # bounded however long the run, and recent firings keep their values.
-SNAPSHOT_BUDGET_BYTES = 64 << 20
+SNAPSHOT_BUDGET_BYTES = 32 << 20
 
 _resolve_lock = threading.Lock()
 
@@ -60,23 +61,50 @@ class Head:
 WHOLE = object()
 
 
-class Ready:
+class _Summary:
+    """What a record reads from its summary. Once computed, a summary is kept compact:
+    the statistics packed in bytes (`pack_stats`) and the value block as bytes, neither
+    of them a Python object the garbage collector has to visit; a TensorStats and the
+    list of values are rebuilt on each read (a few microseconds)."""
+
+    __slots__ = ()
+
+    def _compact(self) -> tuple:
+        """(packed stats, value block bytes or None, float64 block?, block shape or None)."""
+        raise NotImplementedError
+
+    def read_stats(self) -> TensorStats:
+        return unpack_stats(self._compact()[0])
+
+    def read_values(self) -> list[float] | None:
+        _, block, wide, _ = self._compact()
+        return None if block is None else np.frombuffer(block, dtype=np.float64 if wide else np.float32).tolist()
+
+    def read_values_shape(self) -> list[int] | None:
+        return self._compact()[3]
+
+    def resolve(self) -> tuple:
+        """(TensorStats, values or None, values_shape or None)."""
+        return self.read_stats(), self.read_values(), self.read_values_shape()
+
+
+class Ready(_Summary):
     """A summary with nothing left to compute (an empty tensor)."""
 
     __slots__ = ("_result",)
 
     def __init__(self, stats: TensorStats, values: list | None, values_shape: list[int] | None) -> None:
-        self._result = (stats, None if values is None else array("d", values), values_shape)
+        block = None if values is None else np.asarray(values, dtype=np.float64).tobytes()
+        self._result = (pack_stats(stats), block, True, values_shape)
 
-    def resolve(self):
+    def _compact(self) -> tuple:
         return self._result
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
-        stats = self._result[0]
-        return (stats.nan, stats.posinf, stats.neginf)
+        return _counts_of(self._result[0])
 
 
-class HostSnapshot:
+class HostSnapshot(_Summary):
     """A CPU snapshot: the exact non-finite counts, and either the values themselves
     (`values`, small tensors) or exact moments and a sample of the finite values.
 
@@ -95,9 +123,9 @@ class HostSnapshot:
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
-        stats = self.resolve()[0]
+        self._compact()
         with _resolve_lock:
-            self._result = (stats, None, None)
+            self.block = None
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
         counts = self.counts
@@ -106,13 +134,20 @@ class HostSnapshot:
                 counts = self.counts
                 if counts is None:
                     result = self._result
-                    counts = self.counts = (
-                        count_nonfinite(self.values) if result is None else (result[0].nan, result[0].posinf, result[0].neginf)
-                    )
+                    counts = self.counts = count_nonfinite(self.values) if result is None else _counts_of(result)
         return counts
 
-    def resolve(self):
-        if self.counts is None and self._result is None:
+    def _compact(self) -> tuple:
+        # Once resolved: `_result` the packed statistics, `block` the value block's bytes
+        # (None when dropped); no tuple kept for them.
+        if self._result is None:
+            self._resolve()
+        block = self.block
+        head = self.head
+        return self._result, block, head.wide, None if block is None else head.block_shape
+
+    def _resolve(self) -> None:
+        if self.counts is None:
             self.nonfinite_counts()
         with _resolve_lock:
             if self._result is None:
@@ -125,9 +160,10 @@ class HostSnapshot:
                     result = finish(head, self.counts, None, values, True, block)
                 else:
                     result = finish(head, self.counts, self.moments, _np(self.sample), False, self.block)
-                self._result = result
-                self.values = self.sample = self.block = None
-            return self._result
+                packed, block, _, _ = _compacted(result, head.wide)
+                self.values = self.sample = self.moments = None
+                self.block = block
+                self._result = packed
 
 
 class _Budget:
@@ -167,6 +203,12 @@ def start_run() -> None:
     _local.budget = _Budget()
 
 
+def end_run() -> None:
+    """The run on this thread ended: nothing more is added to its budget (let go of its
+    list of snapshots; snapshots taken later get a new budget)."""
+    _local.budget = None
+
+
 def _nbytes(t) -> int:
     return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
@@ -185,7 +227,7 @@ def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
     return (int(torch.isnan(t).sum()), int(torch.isposinf(t).sum()), int(torch.isneginf(t).sum()))
 
 
-class DeviceSnapshot:
+class DeviceSnapshot(_Summary):
     """A snapshot whose numbers are still device tensors; see `take`."""
 
     __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
@@ -228,7 +270,9 @@ class DeviceSnapshot:
         nan, posinf, neginf = self._host[0][7:10]
         return (int(nan), int(posinf), int(neginf))
 
-    def resolve(self):
+    def _compact(self) -> tuple:
+        if self._result is not None:
+            return self._result
         self.batch.flush()
         with _resolve_lock:
             if self._result is None:
@@ -239,7 +283,7 @@ class DeviceSnapshot:
                     std = math.sqrt(var) * scale if n_finite > 1 else None
                     moments = (int(n_finite), lo, hi, mean * scale, std, math.sqrt(sumsq) * scale)
                 counts = (int(nan), int(posinf), int(neginf))
-                self._result = finish(self.head, counts, moments, sample, self.sample_is_all, block)
+                self._result = _compacted(finish(self.head, counts, moments, sample, self.sample_is_all, block), self.head.wide)
                 self._host = None
             return self._result
 
@@ -302,6 +346,49 @@ def flush_pending() -> None:
     batch = getattr(_local, "batch", None)
     if batch is not None:
         batch.flush()
+
+
+def _compacted(result: tuple, wide: bool) -> tuple:
+    stats, values, values_shape = result
+    return pack_stats(stats), None if values is None else values.tobytes(), wide, values_shape
+
+
+def _counts_of(packed: bytes) -> tuple[int, int, int]:
+    nan, posinf, neginf = _FIXED.unpack_from(packed)[8:11]
+    return int(nan), int(posinf), int(neginf)
+
+
+# TensorStats as bytes: the fixed fields (None as NaN: never a statistic of finite
+# values), the histogram range, then the histogram's counts.
+_FIXED = struct.Struct("<19d")
+_NONE = math.nan
+
+
+def pack_stats(s: TensorStats) -> bytes:
+    lo, hi = s.hist_range if s.hist_range is not None else (_NONE, _NONE)
+    fixed = _FIXED.pack(
+        s.count, s.finite, *(_NONE if v is None else v for v in (s.min, s.max, s.mean, s.std, s.absmax, s.norm)),
+        s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled,
+        lo, hi,
+    )
+    return fixed + struct.pack(f"<{len(s.hist)}I", *s.hist)  # at most 2^20 values are binned
+
+
+def unpack_stats(packed: bytes) -> TensorStats:
+    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
+     hist_sampled, range_lo, range_hi) = _FIXED.unpack_from(packed)
+    hist = list(struct.unpack_from(f"<{(len(packed) - _FIXED.size) // 4}I", packed, _FIXED.size))
+    none = _none
+    return TensorStats(
+        count=int(count), finite=int(finite), min=none(lo), max=none(hi), mean=none(mean), std=none(std),
+        absmax=none(absmax), norm=none(norm), nan=int(nan), posinf=int(posinf), neginf=int(neginf), zeros=int(zeros),
+        nonfinite=int(nonfinite), hist=hist, hist_range=None if range_lo != range_lo else [range_lo, range_hi],
+        approx=bool(approx), sampled=int(sampled), of="abs" if is_abs else "values", hist_sampled=int(hist_sampled),
+    )
+
+
+def _none(value: float) -> float | None:
+    return None if value != value else value
 
 
 def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool, block) -> tuple:

@@ -32,12 +32,22 @@ def named_tensors(value: Any, prefix: str, depth: int = 0) -> Iterator[tuple[str
             yield from named_tensors(getattr(value, f.name, None), f"{prefix}.{f.name}", depth + 1)
 
 
-# "args[0]", "args[1]", ...: one string each, shared by every record.
-_ARG_NAMES = [f"args[{i}]" for i in range(16)]
+# "args[0]", "grad_input[1]", ...: one string each, shared by every record that names it.
+_INDEXED: dict[tuple[str, int], str] = {}
+
+
+def indexed(prefix: str, i: int) -> str:
+    """f"{prefix}[{i}]", the same string object every time."""
+    name = _INDEXED.get((prefix, i))
+    if name is None:
+        name = f"{prefix}[{i}]"
+        if len(_INDEXED) < 4096:
+            _INDEXED[(prefix, i)] = name
+    return name
 
 
 def arg_name(i: int) -> str:
-    return _ARG_NAMES[i] if i < len(_ARG_NAMES) else f"args[{i}]"
+    return indexed("args", i)
 
 
 def call_tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:

@@ -63,28 +63,35 @@ def node_name(node) -> str | None:
 
 
 class _Facts:
-    """One node, as read when it first appeared in a firing's tree. `history`: its saved
-    tensors, [(tick, saved)] in tick order (one entry unless it ran in a backward)."""
+    """One node, as read when it first appeared in a firing's tree. `saved`: its saved
+    tensors then; `changes`: [(tick, saved)] seen since, in tick order (None unless it ran
+    in a backward)."""
 
-    __slots__ = ("node", "name", "seq_nr", "n_next", "children", "reach", "history", "records")
+    __slots__ = ("node", "name", "seq_nr", "n_next", "children", "reach", "saved", "changes", "records")
 
-    def __init__(self, node, tick: int) -> None:
+    def __init__(self, node) -> None:
         self.node = node  # while the run lasts: keeps its id from being recycled
         self.name = name_of(node)
         self.seq_nr = _seq_nr(node)
         self.n_next = len(node.next_functions)
         self.children: tuple[_Facts | None, ...] | None = None  # the first BREADTH next_functions
         self.reach = -1  # the depth to which the facts below it exist
-        self.history = [(tick, _read_saved(node))]
+        self.saved = _read_saved(node)
+        self.changes: list[tuple[int, dict]] | None = None
         self.records: dict[tuple[int, int], NodeRecord] | None = None  # built records, by (depth, tick)
 
+    def last_saved(self) -> dict:
+        return self.saved if self.changes is None else self.changes[-1][1]
+
     def saved_at(self, tick: int) -> tuple[int, dict]:
-        """(tick of the reading in force at `tick`, the saved tensors then)."""
-        history = self.history
-        for i in range(len(history) - 1, 0, -1):
-            if history[i][0] <= tick:
-                return history[i]
-        return history[0]
+        """(tick of the reading in force at `tick`, the saved tensors then). Every firing
+        that shows this node came after the first reading."""
+        changes = self.changes
+        if changes is not None:
+            for i in range(len(changes) - 1, -1, -1):
+                if changes[i][0] <= tick:
+                    return changes[i]
+        return 0, self.saved
 
 
 # next_functions shown per node; deeper or wider is marked `truncated`.
@@ -223,8 +230,8 @@ def describe_node(node, depth: int = 3) -> NodeRecord | None:
 def _facts_of(state: _State, node) -> _Facts:
     facts = state.facts.get(id(node))
     if facts is None or facts.node is not node:
-        facts = state.facts[id(node)] = _Facts(node, state.tick)
-        if id(node) in state.started and not _is_final(facts.history[-1][1]):
+        facts = state.facts[id(node)] = _Facts(node)
+        if id(node) in state.started and not _is_final(facts.saved):
             state.volatile[id(node)] = node
     return facts
 
@@ -257,11 +264,13 @@ def _reread(state: _State) -> None:
 
 
 def _read_again(state: _State, facts: _Facts) -> dict:
-    last = facts.history[-1][1]
+    last = facts.last_saved()
     saved = _read_saved(facts.node, last)
     if saved is not last:
         state.tick += 1
-        facts.history.append((state.tick, saved))
+        if facts.changes is None:
+            facts.changes = []
+        facts.changes.append((state.tick, saved))
     return saved
 
 

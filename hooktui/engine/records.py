@@ -96,38 +96,32 @@ class TensorRecord:
         return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(TensorRecord))
 
 
-_LAZY_FIELDS = frozenset(("stats", "values", "values_shape"))
-
-
 class LazyTensorRecord(TensorRecord):
     """A TensorRecord whose stats and value block are computed on first access.
 
     The engine builds it with the cheap, exact facts filled in and `_summary`, an object
-    whose `resolve()` returns `(stats, values, values_shape)` from a snapshot taken at
-    firing time (engine/lazy_stats.py). Unset slots make attribute lookup fall through
-    to `__getattr__`. `values` is rebuilt as a list on each read from a compact buffer
-    (a list of 1,024 Python floats costs ~32 KB; the buffer 4-8 KB).
+    that computes the statistics and value block from a snapshot taken at firing time
+    (engine/lazy_stats.py) and keeps them compact. `stats`, `values` and `values_shape`
+    are left unset, so every read falls through to `__getattr__` and rebuilds them from
+    that compact form: a new TensorStats and a new list each time (a TensorStats with its
+    lists costs ~1 KB and three objects for the garbage collector to visit; packed, ~300
+    bytes and none).
     """
 
     __slots__ = ("_summary",)
 
     @property
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
-        try:
-            stats = object.__getattribute__(self, "stats")
-        except AttributeError:
-            return self._summary.nonfinite_counts()
-        return None if stats is None else (stats.nan, stats.posinf, stats.neginf)
+        return self._summary.nonfinite_counts()
 
     def __getattr__(self, name: str):
-        if name not in _LAZY_FIELDS:
-            raise AttributeError(name)
-        stats, values, values_shape = self._summary.resolve()
-        self.stats = stats
-        self.values_shape = values_shape
-        if values is None:
-            self.values = None
-        return values.tolist() if name == "values" and values is not None else getattr(self, name)
+        if name == "stats":
+            return self._summary.read_stats()
+        if name == "values":
+            return self._summary.read_values()
+        if name == "values_shape":
+            return self._summary.read_values_shape()
+        raise AttributeError(name)
 
 
 @dataclass(slots=True, eq=False)

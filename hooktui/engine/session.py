@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
+from torch.utils._pytree import tree_map_only
 
 from . import lazy_stats, nodes, stats
 from .capture import LiveFiring, Tracer
@@ -61,6 +62,15 @@ def describe_modules(model: nn.Module) -> list[ModuleInfo]:
         )
         for name, m in model.named_modules()
     ]
+
+
+def _detached(output: Any) -> Any:
+    """The output with every tensor detached (same values, same storage): kept after the
+    run, it must not hold the autograd graph (its nodes, hooks and saved tensors)."""
+    try:
+        return tree_map_only(torch.Tensor, torch.Tensor.detach, output)
+    except Exception:  # an output type pytree cannot take apart: kept as it is
+        return output
 
 
 def has_lazy_params(model: nn.Module) -> bool:
@@ -164,7 +174,7 @@ class Session:
                 tracer.install()
                 try:
                     output = self._run_model_forward()
-                    self.trace.output = output
+                    self.trace.output = _detached(output)
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
                     tracer.phase = "backward"
@@ -185,6 +195,7 @@ class Session:
             self.current = None
             self._tracer = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
+            lazy_stats.end_run()
             nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
         self._set_state(final)
