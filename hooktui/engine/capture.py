@@ -538,7 +538,7 @@ class Tracer:
         tensors, live = hunt.node_tensors(self, node, grad_inputs, grad_outputs, edges)
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
-        notes.append(f"created in forward at {line.filename}:{line.lineno}: {line.line}" if line is not None
+        notes.append(f"created in forward at {hunt.short(line)}" if line is not None
                      else "the line that created it is unknown: the non-finite breakpoint was set after the forward pass")
         scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         if call is None:
@@ -620,7 +620,7 @@ def _creation_notes(tensors: list[tuple[str, torch.Tensor]], records: list[Tenso
         if node is None:
             notes.append(f"{name} is not finite and was made with no grad_fn (no autograd history)")
         elif line is not None:
-            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {line.filename}:{line.lineno}: {line.line}")
+            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {hunt.short(line)}")
         else:
             notes.append(f"{name} is not finite: made by {nodes.name_of(node)}")
     return notes or None

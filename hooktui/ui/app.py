@@ -20,13 +20,17 @@ from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from ..engine.breakpoints import Breakpoint, Stop
+from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
+from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo
 from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
+from ..visible import visible
 from .paths import display_path
+from .screens.breakpoints import BreakpointsScreen
+from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
@@ -91,6 +95,8 @@ class HooktuiApp(NavigationActions, App):
         # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
         # the status line and the Explain pane.
         self.stops: dict[int, Stop] = {}
+        self.console_history: list[str] = []
+        self.console_results: list = []
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
         if session is not None:
@@ -343,6 +349,24 @@ class HooktuiApp(NavigationActions, App):
         self.notify(f"non-finite breakpoint {'on: c stops at the first NaN/Inf' + where if on else 'off'}",
                     title="breakpoint", markup=False)
         self._render_current()
+
+    def action_breakpoints(self) -> None:
+        if isinstance(self.screen, BreakpointsScreen):
+            return
+        self.push_screen(BreakpointsScreen(self.source.breakpoint_list, self.source.live), lambda _: self._render_current())
+
+    def action_console(self) -> None:
+        event = self.current
+        if event is None or isinstance(self.screen, ConsoleScreen):
+            return
+        live = self.source.live_firing(event)
+        if live is not None:
+            where = f"at #{event.index} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
+        elif self.source.live:
+            where = f"at #{event.index}, a past firing: only its records (event, tensors): its live tensors are gone"
+        else:
+            where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
+        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live), self.console_history, self.console_results))
 
     def action_break_backward(self) -> None:
         self.source.break_on_backward = not self.source.break_on_backward
