@@ -193,14 +193,26 @@ class Tracer:
     def install(self) -> None:
         # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
         # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
-        pre_hook = torch.compiler.disable(self._pre_hook)
-        post_hook = torch.compiler.disable(self._post_hook)
+        pre_hook = torch.compiler.disable(self._unwatched(self._pre_hook))
+        post_hook = torch.compiler.disable(self._unwatched(self._post_hook))
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model)
         self._exit.enter_context(backward_calls.noticed_by(self))
+
+    def _unwatched(self, hook: Callable) -> Callable:
+        """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
+        dozens hooktui runs per firing: torch function handling is off inside its hooks."""
+
+        def run(*args, **kwargs):
+            if not self.hunting:
+                return hook(*args, **kwargs)
+            with torch._C.DisableTorchFunction():
+                return hook(*args, **kwargs)
+
+        return run
 
     def remove(self) -> None:
         self._exit.close()
