@@ -177,3 +177,35 @@ def test_snapshot_console_with_a_result(snap_compare, _repo_root):
         await pilot.pause()
 
     assert snap_compare(sample_app("seed.py"), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_bang_in_a_recorded_trace_walks_to_the_first_nan():
+    events = record(*_nan_model()).events
+    first = next(i for i, e in enumerate(events) if any(t.nonfinite_counts and any(t.nonfinite_counts) for t in e.tensors))
+    trace = record(*_nan_model())
+    app = HooktuiApp(recorded=(trace.info, trace.events))
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("exclamation_mark", "c")
+            assert app.history.cursor == first
+            # By construction: log(relu(-1)) = log(0) = -Inf is the output of module "2".
+            assert (app.current.module, app.current.hook) == ("2", "forward")
+            assert app.stops[first].reason == "1 -Inf in output"
+            await pilot.press("exclamation_mark", "g", "c")  # off again: c goes to the end
+            assert app.history.cursor == len(events) - 1
+
+    run(script())
+
+
+def _nan_model():
+    class Log(torch.nn.Module):
+        def forward(self, x):
+            return torch.log(x)
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), Log(), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
+        model[0].bias.zero_()
+    return model, torch.ones(1, 2)  # relu(-1) = 0, log(0) = -Inf at module "2"
