@@ -209,3 +209,23 @@ def _nan_model():
         model[0].weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
         model[0].bias.zero_()
     return model, torch.ones(1, 2)  # relu(-1) = 0, log(0) = -Inf at module "2"
+
+
+def test_condition_and_threshold_added_in_the_app_stop_the_run():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("K", *'if grad_output is not None and module.__class__.__name__ == "Linear"', "enter", "escape")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the condition's stop")
+            event = app.current
+            # The first Linear backward_pre: backward starts at fc2 (the last layer).
+            assert (event.module, event.hook) == ("fc2", "backward_pre")
+            assert "is true" in app.stops[event.index].reason
+            await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
+            assert (app.current.hook, app.stops[app.current.index].breakpoint.kind) == ("backward_pre", "threshold")
+
+    run(script())
