@@ -159,8 +159,11 @@ def test_snapshot_stopped_at_the_first_nan_of_nan_hunt(snap_compare, size, _repo
         await paused_at(pilot, 0)
         await pilot.press("exclamation_mark", "c")
         await wait_for(pilot, lambda: app.state == "paused" and app.current is not None and app.current.hook == "node", "the stop")
-        await wait_for(pilot, lambda: app.query_one(ExplainPane).is_on_screen, "the explain pane")
+        explain = app.query_one(ExplainPane)
+        await wait_for(pilot, lambda: explain.is_on_screen and explain._args[-1] is not None, "the explain pane with the stop")
         app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
     assert snap_compare(sample_app("nan_hunt.py"), terminal_size=size, run_before=run_before)
