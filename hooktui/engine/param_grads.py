@@ -24,6 +24,9 @@ class ParamGradHooks:
         # id(param) -> (param, its AccumulateGrad node): found once (get_gradient_edge
         # makes a view to reach it).
         self._nodes: dict[int, tuple] = {}
+        # While hunting a non-finite value: records of the .grad a parameter already held,
+        # non-finite, when a backward started (its own firing shows it beside the new one).
+        self._bad_before: dict[int, object] = {}
 
     def install(self, model: nn.Module) -> None:
         """Hook every parameter not hooked yet. A lazy module's parameters take hooks only
@@ -37,12 +40,26 @@ class ParamGradHooks:
                     param.register_post_accumulate_grad_hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q))
                 )
 
+    def note_bad_grads(self, model: nn.Module) -> None:
+        """Called as a backward starts, while hunting (hunt.py)."""
+        from .hunt import has_nonfinite
+
+        for qualified, param in model.named_parameters():
+            if param.grad is not None and has_nonfinite(param.grad):
+                short = qualified.rpartition(".")[2]
+                self._bad_before[id(param)] = self.tracer.describe(
+                    f"{short}.grad before this backward", param.grad, target=qualified, extra=True,
+                    note="the .grad this parameter already held when the backward started (not zeroed since?): "
+                    "this backward's gradient is added to it",
+                )
+
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
         self._hooked.clear()
         self._nodes.clear()
+        self._bad_before.clear()
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
@@ -52,6 +69,9 @@ class ParamGradHooks:
         if calls > 1:
             notes.append(f"accumulated over the {calls} calls of this module in this forward")
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
+        before = self._bad_before.pop(id(param), None)
+        if before is not None:
+            tensors.append(before)
         cached = self._nodes.get(id(param))
         if cached is None or cached[0] is not param:
             cached = self._nodes[id(param)] = (param, get_gradient_edge(param).node)

@@ -15,17 +15,22 @@ from typing import TYPE_CHECKING
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.keys import format_key
 from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
+from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo
 from .history import History
+from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
+from .navigation import NavigationActions
+from ..visible import visible
 from .paths import display_path
+from .screens.breakpoints import BreakpointsScreen
+from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
@@ -35,7 +40,6 @@ from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
-from .widgets.values import ValuesPane
 
 if TYPE_CHECKING:
     from ..engine.session import Session
@@ -48,70 +52,11 @@ RUNNING_PANES = 0.5
 RUNNING_DRAIN = 0.05
 
 
-def _key_name(key: str) -> str:
-    return key.upper() if key[:1] == "f" and key[1:].isdigit() else format_key(key)
-
-
-class HooktuiApp(App):
+class HooktuiApp(NavigationActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "hooktui"
-
-    BINDINGS = [
-        Binding("n,space,f10", "step", "Next", id="hooktui.next"),
-        Binding("s", "step_into", "Into", id="hooktui.step_into"),
-        Binding("f", "finish", "Finish", id="hooktui.finish"),
-        Binding("c,f5", "resume", "Continue", id="hooktui.continue"),
-        Binding("N,p", "back", "Back", id="hooktui.back"),
-        Binding("b,f9", "breakpoint", "Break", id="hooktui.breakpoint"),
-        Binding("B", "break_backward", "Break bwd", show=False, id="hooktui.break_backward"),
-        Binding("g", "first", "First", show=False, id="hooktui.first"),
-        Binding("G", "latest", "Latest", show=False, id="hooktui.latest"),
-        Binding("j", "jump", "Fwd↔bwd", show=False, id="hooktui.jump"),
-        Binding("L", "legacy", "Legacy", show=False, id="hooktui.legacy"),
-        Binding("H", "user_hooks", "Your hooks", show=False, id="hooktui.user_hooks"),
-        Binding("slash", "filter", "Filter", show=False, id="hooktui.filter"),
-        Binding("t", "pane('tensors')", "Tensors pane", show=False, id="hooktui.pane.tensors"),
-        Binding("x", "pane('explain')", "Explain pane", show=False, id="hooktui.pane.explain"),
-        Binding("v", "pane('values')", "Values pane", show=False, id="hooktui.pane.values"),
-        Binding("a", "pane('autograd')", "Autograd pane", show=False, id="hooktui.pane.autograd"),
-        Binding("o", "pane('source')", "Source pane", show=False, id="hooktui.pane.source"),
-        Binding("left_square_bracket", "slice(-1)", "Previous slice", show=False, id="hooktui.slice.previous"),
-        Binding("right_square_bracket", "slice(1)", "Next slice", show=False, id="hooktui.slice.next"),
-        Binding("left_curly_bracket", "outer_slice(-1)", "Previous outer slice", show=False, id="hooktui.slice.outer_previous"),
-        Binding("right_curly_bracket", "outer_slice(1)", "Next outer slice", show=False, id="hooktui.slice.outer_next"),
-        Binding("e", "show_error", "Show the error", show=False, id="hooktui.error"),
-        Binding("question_mark,f1", "help", "Help", id="hooktui.help"),
-        Binding("q", "quit", "Quit", id="hooktui.quit"),
-    ]
-
-    # Descriptions for the help screen and the command palette, in BINDINGS order.
-    HELP = {
-        "step": "next firing (walks back up the history first)",
-        "step_into": "step into the autograd nodes of this module's backward (at backward_pre; else next)",
-        "finish": "finish: run to the backward firing of this module call",
-        "resume": "continue to the next breakpoint or the end",
-        "back": "previous firing (history)",
-        "breakpoint": "toggle a breakpoint on the module (tree selection, else the current one)",
-        "break_backward": "toggle a break when backward starts",
-        "first": "first firing",
-        "latest": "latest firing",
-        "jump": "jump between a backward firing and its forward firing (and back)",
-        "legacy": "show or hide the legacy register_backward_hook firings",
-        "user_hooks": "your hooks: every hook the model registered itself, hit counts, b to break on one",
-        "filter": "filter the timeline by module name (escape clears)",
-        "pane('tensors')": "show the tensors pane",
-        "pane('explain')": "show the explain pane (what this firing means)",
-        "pane('values')": "show the values pane",
-        "pane('autograd')": "show the autograd pane",
-        "pane('source')": "show the source pane",
-        "slice(-1)": "values: previous 2-D slice",
-        "slice(1)": "values: next 2-D slice",
-        "outer_slice(-1)": "values: previous index of the outermost dim",
-        "outer_slice(1)": "values: next index of the outermost dim",
-        "show_error": "show the model's exception again",
-        "help": "this help",
-        "quit": "quit (stops the model at once)",
-    }
+    BINDINGS = BINDINGS
+    HELP = HELP
 
     def __init__(
         self,
@@ -147,6 +92,11 @@ class HooktuiApp(App):
         self._error_shown = False
         self._summary_shown = False
         self._jumped_from: tuple[int, int] | None = None  # (from, to) of the last `j`
+        # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
+        # the status line and the Explain pane.
+        self.stops: dict[int, Stop] = {}
+        self.console_history: list[str] = []
+        self.console_results: list = []
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
         if session is not None:
@@ -166,6 +116,7 @@ class HooktuiApp(App):
                 yield Timeline(self.history, module_width=width, hidden=self.history.hidden, id="timeline")
         lower = LowerPanes(self.history.events, self.info, self.source.source_lines, id="lower")
         lower.hidden = self.history.hidden
+        lower.stops = self.stops
         yield lower
         yield Footer(compact=True)
 
@@ -228,8 +179,14 @@ class HooktuiApp(App):
         self.source.set_state(message.state)
         # Everything the worker sent before this state is queued already: take it now.
         self._drain()
+        stepped = self._stepping
         if message.state != "running":
             self._stepping = False
+        stop = self.source.stop if message.state == "paused" else None
+        if stop is not None and stop.index not in self.stops:
+            self.stops[stop.index] = stop
+            if stop.breakpoint.kind in ("nonfinite", "threshold") and not stepped:
+                self.call_after_refresh(self.action_pane, "explain")  # where it was born
         if message.state == "paused" and self._queued_steps and self.history.at_latest:
             self._queued_steps -= 1
             self._stepping = True
@@ -294,6 +251,10 @@ class HooktuiApp(App):
 
     GATED = ("step", "resume", "back", "first", "latest", "show_error", "slice", "outer_slice", "step_into", "finish", "jump")
 
+    @on(FiringChosen)
+    def _firing_chosen(self, message: FiringChosen) -> None:
+        self.goto(message.position, follow=False)
+
     def _refresh_bindings_if_changed(self) -> None:
         """The footer greys out what is unavailable; refreshing it costs a layout, so only
         when availability changed."""
@@ -317,12 +278,14 @@ class HooktuiApp(App):
                 summary=self.summary(with_time=False) if done and history.at_latest else "",
                 wall_time=self.source.wall_time if self.show_timings else None,
                 breakpoints=tuple(sorted(self._breakpoint_modules())),
+                value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
+                stop=self.stops.get(history.current.index) if history.current is not None else None,
                 break_on_backward=self.source.break_on_backward,
             )
         )
 
     def _breakpoint_modules(self) -> set[str]:
-        return {bp.module for bp in self.source.breakpoints if bp.user_hook is None}
+        return {bp.module for bp in self.source.breakpoints if bp.kind == "module"}
 
     def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
@@ -332,160 +295,6 @@ class HooktuiApp(App):
         if with_time and self.show_timings and self.source.wall_time is not None:
             text += f", ran {self.source.wall_time:.2f} s"
         return text
-
-    # -- moving --------------------------------------------------------------------------
-    def goto(self, position: int, follow: bool | None = None) -> None:
-        history = self.history
-        history.move(position)
-        if follow is not None:
-            history.follow = follow and history.at_latest
-        self._render_current()
-
-    @on(FiringChosen)
-    def _firing_chosen(self, message: FiringChosen) -> None:
-        self.goto(message.position, follow=False)
-
-    # Keys that say why when they cannot act (a disabled binding would do nothing, silently).
-    EXPLAINED = ("jump", "show_error")
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.EXPLAINED:
-            return True
-        return self.available(action)
-
-    def available(self, action: str) -> bool | None:
-        """True when `action` can act now; None greys it out (footer, command palette)."""
-        history = self.history
-        if action in ("step", "resume", "step_into"):
-            return True if (not history.at_latest or self.source.can_advance) else None
-        if action == "finish":
-            event = history.current
-            return True if event is not None and (self._backward_ahead(event) is not None or self.source.can_advance) else None
-        if action == "jump":
-            event = history.current
-            back = self._jumped_from is not None and self._jumped_from[1] == history.cursor
-            return True if back or (event is not None and event.forward_index is not None) else None
-        if action in ("back", "first"):
-            return True if history.next_visible(history.cursor, -1) is not None else None
-        if action == "latest":
-            return True if not history.at_latest else None
-        if action == "show_error":
-            return True if history.error is not None else None
-        if action in ("slice", "outer_slice"):
-            panes = self.query(ValuesPane) if self.is_mounted else []
-            return True if any(p.slices > 1 for p in panes) else None
-        return True
-
-    def action_step(self) -> None:
-        history = self.history
-        if not history.at_latest:
-            position = history.next_visible(history.cursor, 1)
-            self.goto(position if position is not None else history.latest, follow=True)
-            return
-        if not self.source.can_advance:
-            return
-        history.follow = True
-        if self._stepping or self.source.state == "running":
-            if self._stepping:
-                self._queued_steps += 1
-            else:  # running freely (continue): pause at the next firing
-                self._stepping = True
-                self.source.step()
-            return
-        self._stepping = True
-        self.source.step()
-
-    def action_resume(self) -> None:
-        history = self.history
-        if not history.at_latest:
-            stop = history.find_stop(self.source.breakpoints, self.source.break_on_backward)
-            if stop is not None:
-                self.goto(stop, follow=False)
-                return
-            self.goto(history.latest, follow=True)
-        if self.source.can_advance:
-            history.follow = True
-            self._queued_steps = 0
-            self._stepping = False
-            self.source.resume()
-
-    def action_back(self) -> None:
-        position = self.history.next_visible(self.history.cursor, -1)
-        if position is not None:
-            self.goto(position, follow=False)
-
-    def action_first(self) -> None:
-        position = 0 if self.history.visible(0) else self.history.next_visible(0, 1)
-        if self.history.events and position is not None:
-            self.goto(position, follow=False)
-
-    # -- autograd nodes, finish, forward <-> backward ---------------------------------------
-    def _at_live_pause(self) -> bool:
-        """The cursor is on the firing the model is paused in."""
-        return self.source.live and self.source.state == "paused" and self.history.cursor == len(self.history) - 1
-
-    def action_step_into(self) -> None:
-        event = self.current
-        if event is None or event.hook != "backward_pre" or not self._at_live_pause() or self._stepping:
-            self.action_step()
-            return
-        self.history.follow = True
-        self._stepping = True
-        self.source.step_into()
-
-    def _backward_ahead(self, event: Event) -> int | None:
-        """Position of the backward firing of `event`'s module call, if known, after the cursor."""
-        history = self.history
-        for position in range(history.cursor + 1, len(history)):
-            other = history.events[position]
-            if other.hook == "backward" and other.module == event.module and other.call == event.call:
-                return position
-        return None
-
-    def _backward_before(self, event: Event) -> int | None:
-        for position in range(self.history.cursor, -1, -1):
-            other = self.history.events[position]
-            if other.hook == "backward" and other.module == event.module and other.call == event.call:
-                return position
-        return None
-
-    def action_finish(self) -> None:
-        event = self.current
-        if event is None:
-            return
-        ahead = self._backward_ahead(event)
-        if ahead is not None:
-            self.goto(ahead, follow=False)
-            return
-        who = f"{event.module or '(root)'} call {event.call}"
-        if event.phase == "backward" and event.hook != "backward_pre":
-            before = self._backward_before(event)
-            if before is not None:  # e.g. fired early: finishing would run to the end
-                self.notify(f"the backward hook of {who} already fired, at #{before}", title="finish", markup=False)
-                return
-        if not self._at_live_pause() or self._stepping:
-            self.notify(f"no backward firing of {who} ahead", title="finish", markup=False)
-            return
-        self.history.follow = True
-        self._stepping = True
-        self.source.finish()
-
-    def action_jump(self) -> None:
-        history = self.history
-        if self._jumped_from is not None and self._jumped_from[1] == history.cursor:
-            origin = self._jumped_from[0]
-            self._jumped_from = None
-            self.goto(origin, follow=origin >= history.latest)
-            return
-        event = self.current
-        if event is None:
-            return
-        if event.forward_index is None:
-            why = "a forward firing has no other side to jump to" if event.phase == "forward" else "this firing has no forward firing"
-            self.notify(f"j jumps from a backward firing to its forward firing and back: {why}", title="jump", markup=False)
-            return
-        self._jumped_from = (history.cursor, event.forward_index)
-        self.goto(event.forward_index, follow=False)
 
     # -- legacy firings --------------------------------------------------------------------
     def action_legacy(self) -> None:
@@ -511,9 +320,6 @@ class HooktuiApp(App):
         self._render_current()
         self.notify(f"legacy register_backward_hook firings {'shown' if shown else 'hidden'}", title="legacy", timeout=2)
 
-    def action_latest(self) -> None:
-        self.goto(self.history.latest, follow=True)
-
     # -- breakpoints ---------------------------------------------------------------------
     def selected_module(self) -> str | None:
         tree = self.query_one(ModuleTree)
@@ -530,9 +336,37 @@ class HooktuiApp(App):
         self._render_current()
 
     def action_user_hooks(self) -> None:
-        breaks = {bp.user_hook for bp in self.source.breakpoints if bp.user_hook is not None}
+        breaks = {bp.user_hook for bp in self.source.breakpoints if bp.kind == "user_hook"}
         hooks = self.source.user_hooks(self.history.events)
         self.push_screen(UserHooksScreen(hooks, self.history.events, breaks, self.source.toggle_user_hook_breakpoint))
+
+    def action_break_nonfinite(self) -> None:
+        """Toggle the non-finite breakpoint (any NaN or Inf, any tensor, any firing)."""
+        on = self.source.breakpoint_list.toggle(Breakpoint.nonfinite())
+        where = ""
+        if on and self.source.live and self.source.state != "finished":
+            where = " (the forward line that made a bad value is known from here on)"
+        self.notify(f"non-finite breakpoint {'on: c stops at the first NaN/Inf' + where if on else 'off'}",
+                    title="breakpoint", markup=False)
+        self._render_current()
+
+    def action_breakpoints(self) -> None:
+        if isinstance(self.screen, BreakpointsScreen):
+            return
+        self.push_screen(BreakpointsScreen(self.source.breakpoint_list, self.source.live), lambda _: self._render_current())
+
+    def action_console(self) -> None:
+        event = self.current
+        if event is None or isinstance(self.screen, ConsoleScreen):
+            return
+        live = self.source.live_firing(event)
+        if live is not None:
+            where = f"at #{event.index} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
+        elif self.source.live:
+            where = f"at #{event.index}, a past firing: only its records (event, tensors): its live tensors are gone"
+        else:
+            where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
+        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live), self.console_history, self.console_results))
 
     def action_break_backward(self) -> None:
         self.source.break_on_backward = not self.source.break_on_backward
@@ -565,24 +399,7 @@ class HooktuiApp(App):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.key_help()))
-
-    def key_help(self) -> list[tuple[str, str, str]]:
-        """(keys, description, action) for every app binding, after any keymap."""
-        bindings_map = self._bindings.copy()
-        if self._keymap:
-            bindings_map.apply_keymap(self._keymap)
-        keys: dict[str, list[str]] = {}
-        for key, bindings in bindings_map.key_to_bindings.items():
-            for binding in bindings:
-                names = keys.setdefault(binding.action, [])
-                if key not in names:
-                    names.append(key)
-        out = []
-        for action, description in self.HELP.items():
-            if action in keys:
-                out.append((", ".join(_key_name(k) for k in keys[action]), description, action))
-        return out
+        self.push_screen(HelpScreen(key_help(self)))
 
     def action_show_error(self) -> None:
         error = self.history.error
@@ -596,7 +413,7 @@ class HooktuiApp(App):
         self.push_screen(ErrorScreen(error, last))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for keys, description, action in self.key_help():
+        for keys, description, action in key_help(self):
             name = action.partition("(")[0]
             if self.available(name) is not True:
                 continue

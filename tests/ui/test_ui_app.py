@@ -12,6 +12,7 @@ from hooktui.engine.loader import load_target
 from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
 from hooktui.engine.session import Session, record
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.keys import key_help
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
 from hooktui.ui.widgets.lower import LowerPanes
@@ -346,13 +347,13 @@ def test_help_screen_and_keymap_and_palette():
             app.set_keymap({"hooktui.next": "k"})
             await pilot.press("k")
             assert app.history.cursor == 2
-            assert any(keys == "k" for keys, _, action in app.key_help() if action == "step")
+            assert any(keys == "k" for keys, _, action in key_help(app) if action == "step")
             titles = [c.title for c in app.get_system_commands(app.screen)]
             assert any(t.startswith("Next firing") for t in titles)
             assert any(t.startswith("Toggle a breakpoint") for t in titles)
             for new in ("Step into", "Finish", "Show or hide the legacy", "Show the explain pane"):
                 assert any(t.startswith(new) for t in titles), new
-            keys = {action: k for k, _, action in app.key_help()}
+            keys = {action: k for k, _, action in key_help(app)}
             assert keys["step_into"] == "s" and keys["pane('source')"] == "o" and keys["pane('explain')"] == "x"
             assert keys["finish"] == "f" and keys["jump"] == "j" and keys["legacy"] == "L"
 
