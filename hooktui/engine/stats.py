@@ -70,7 +70,7 @@ class _Kind:
         self.strided = tensor.layout == torch.strided and tensor.device.type != "meta"
         self.wide = tensor.dtype in _WIDE
         self.nbytes = self.numel * tensor.element_size()
-        self.heads: dict[tuple[int, bool], lazy_stats.Head] = {}
+        self.heads: dict[tuple, lazy_stats.Head] = {}
 
     def small_head(self, options: StatsOptions) -> lazy_stats.Head:
         """The Head of a snapshot that copies the whole tensor."""
@@ -164,8 +164,12 @@ def _snapshot(t: torch.Tensor, options: StatsOptions, kind: _Kind):
     approx = numel > options.max_exact
     # An evenly strided view: a fixed number of elements whatever the size.
     work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
-    block_shape = leading_block_shape(shape, options.max_values) if keep else None
-    head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+    head = kind.heads.get((of, options.max_values, keep, options.max_exact))
+    if head is None:
+        block_shape = leading_block_shape(shape, options.max_values) if keep else None
+        head = kind.heads[(of, options.max_values, keep, options.max_exact)] = lazy_stats.Head(
+            count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+    block_shape = head.block_shape
     if options.defer_host or flat.device.type != "cpu":
         return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
     counts, total = _exact_counts(flat)

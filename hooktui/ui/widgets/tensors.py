@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 from ...engine.records import Event, TensorRecord
 from ...format import shape_text, stats_line
 from ..messages import TensorChosen
+from .text_update import set_text
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -120,7 +121,7 @@ class TensorsPane(Vertical):
         table.clear(columns=True)
         head = self.query_one("#notes", Static)
         if event is None:
-            head.update("")
+            set_text(head, "")
             return
         columns = self.columns_for(event)
         text = summary_text(event, columns)
@@ -128,7 +129,7 @@ class TensorsPane(Vertical):
         if notes:
             text.append("\n")
             text.append_text(notes)
-        head.update(text)
+        set_text(head, text)
         rows = []
         for tensor in event.tensors:
             level = loudness(tensor)
