@@ -273,7 +273,7 @@ class HooktuiApp(NavigationActions, App):
         if not streaming:  # marks on a big tree cost a relayout: not while streaming
             self._render_tree(event)
         self.timeline.show(history.cursor)
-        self.lower.show(event)
+        self.lower.show(event, streaming=streaming)
         self._render_status()
         self._refresh_bindings_if_changed()
         if event is not None and event.hook == "error" and not self._error_shown:

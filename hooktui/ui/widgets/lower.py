@@ -109,9 +109,11 @@ class LowerPanes(Widget):
                     with TabPane(TITLES[name], id=f"tab-{name}"):
                         yield panes[name]
 
-    def show(self, event: Event | None) -> None:
+    def show(self, event: Event | None, streaming: bool = False) -> None:
         """Show firing `event`; keeps the chosen tensor (and slice) when the new firing
-        has a tensor of the same name."""
+        has a tensor of the same name. `streaming`: the model runs on and this firing is
+        gone in a moment: the values grid (the costliest to draw, and the UI thread shares
+        the model's GIL) waits for the next firing shown at rest."""
         previous = self.tensor
         self.event = event
         names = [t.name for t in event.tensors] if event is not None else []
@@ -124,7 +126,8 @@ class LowerPanes(Widget):
             return
         panes = self._panes  # this composition's (kept, not queried: a DOM walk each)
         panes["tensors"].show(event, self.tensor_position)
-        panes["values"].show(self.tensor, self.slice_no)
+        if not streaming:
+            panes["values"].show(self.tensor, self.slice_no)
         panes["autograd"].show(event)
         panes["source"].show(event, call_site(event, self.events))
         self.refresh_explain()
