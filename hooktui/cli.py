@@ -11,7 +11,7 @@ import sys
 import traceback
 
 EXIT_BAD_INPUT = 2
-COMMANDS = ("open", "trace", "view")
+COMMANDS = ("open", "trace", "view")  # and `run`, which takes the script's own arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="hooktui",
         description="Step through every PyTorch hook firing of a model, forward then backward.",
         epilog="commands: `hooktui [open] MODEL` (the debugger, the default), `hooktui trace MODEL`, "
-        "`hooktui view TRACE.jsonl`. MODEL is a .py file defining `model`/`build_model()` and "
+        "`hooktui view TRACE.jsonl`, `hooktui run SCRIPT.py [ARGS...]` (your script, with hooktui.debug / "
+        "hooktui.guard opening the app). MODEL is a .py file defining `model`/`build_model()` and "
         "`inputs`/`example_inputs()`, or package.module:attribute with --input-shape. "
         "Without MODEL, the built-in Stack Overflow example is used.",
     )
@@ -51,6 +52,11 @@ def _shape(text: str) -> tuple[int, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        # Everything after the script is the script's: hooktui's options do not apply.
+        from .commands.run import run_script
+
+        return run_script(argv[1:])
     # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
     # command from a positional model path on its own.
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):

@@ -9,9 +9,13 @@ call, and until then the program waits (Ctrl+C interrupts the wait).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import signal
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..ui.process import exit_status, write_model_output
@@ -37,7 +41,8 @@ def debug_in_app(session: Session, call_site: str, on_quit: str) -> None:
 
     app = DebugApp(session=session, call_site=call_site, on_quit=on_quit)
     app.exit_on_signals = True
-    open_app(app)
+    with _stdout_aside():
+        open_app(app)
     write_model_output(app.model_output)
     status = exit_status(app)
     if status != 0:
@@ -68,3 +73,30 @@ def _wait_for_step(app: App) -> None:
     )
     while not source.join(0.5):
         pass
+
+
+@contextlib.contextmanager
+def _stdout_aside() -> Iterator[None]:
+    """While the app draws on the terminal, what reaches file descriptor 1 from outside
+    Python (a C extension's printf; Textual captures Python's prints) goes to a temporary
+    file, written to stdout once the app is gone: it never lands on top of the app."""
+    try:
+        terminal = os.isatty(1)
+    except OSError:
+        terminal = False
+    if not terminal:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as aside:
+        os.dup2(aside.fileno(), 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            aside.seek(0)
+            sys.stdout.flush()
+            with open(os.dup(1), "wb", closefd=True) as out:
+                shutil.copyfileobj(aside, out)

@@ -10,6 +10,9 @@ import sys
 import threading
 from pathlib import Path
 
+# Set while `hooktui run` runs a script (commands/run.py): guard's default is then to open the app.
+under_hooktui_run = False
+
 _counter = itertools.count(1)
 _counter_lock = threading.Lock()
 
