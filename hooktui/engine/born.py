@@ -20,6 +20,7 @@ Nothing here imports torch: `hooktui view` and `trace` explain a saved trace the
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -82,6 +83,12 @@ def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | 
 
 def _bad(event: Event, bp: Breakpoint) -> list[tuple[TensorRecord, str]]:
     if event.hook in ("error", "user_hook", "legacy_backward"):
+        return []
+    # The breakpoint's own narrowing (a phase, a hook kind, a module glob) holds here too: a
+    # gradient bound set for backward must not find a large forward activation first.
+    if bp.phase is not None and event.phase != bp.phase or bp.hook is not None and event.hook != bp.hook:
+        return []
+    if not fnmatch.fnmatchcase(event.module, bp.module):
         return []
     return [(t, words) for t in event.tensors if (words := bp.tensor_reason(t)) is not None]
 
