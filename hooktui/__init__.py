@@ -7,7 +7,9 @@ and `hooktui.guard(model)` stops a loop at the first NaN/Inf. Imported on first 
 """
 
 __version__ = "0.1.0"
-__all__ = ["Event", "NonFiniteError", "Quit", "Session", "Trace", "debug", "guard", "record", "__version__"]
+__all__ = [
+    "Event", "GuardError", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "debug", "guard", "record", "__version__",
+]
 
 _LAZY = {
     "Event": "engine",
@@ -18,6 +20,8 @@ _LAZY = {
     "guard": "loop.guard",
     "Quit": "loop.errors",
     "NonFiniteError": "loop.errors",
+    "ThresholdError": "loop.errors",
+    "GuardError": "loop.errors",
 }
 
 

@@ -12,7 +12,6 @@ raises hooktui.Quit when the app was quit before the step ended.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +51,7 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
     user_step = step if callable(step) and not isinstance(step, (torch.Tensor, nn.Module)) else None
     if user_step is not None and loss_fn is not None:
         raise TypeError("hooktui.debug: loss_fn goes with inputs; a step callable computes its loss itself")
-    call_site = _call_site()
+    call_site = where.call_site()
     app = where.opens_app()
     distributed = where.process_rank() is not None
     path = where.new_trace_path() if distributed or not app else None  # checked before the step runs
@@ -99,14 +98,3 @@ def _save(trace: Trace, path) -> None:
     who = "" if rank is None else f"rank {rank}: "
     name = where.shown(path)
     print(f"hooktui: {who}recorded the step ({len(events)} firings) to {name}; open it with: hooktui view {name}", file=sys.stderr)
-
-
-def _call_site() -> str:
-    """file:line of the user's call (the first frame outside hooktui)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
-        frame = frame.f_back
-    if frame is None:
-        return "?"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -13,3 +13,24 @@ class Quit(SystemExit):
         at = f" at {where}" if where else ""
         super().__init__(f"hooktui: quit in the debugger{at}; the program stops here (hooktui.Quit)")
         self.where = where
+
+
+class GuardError(Exception):
+    """Raised by `hooktui.guard` at the first bad value (NonFiniteError, ThresholdError).
+
+    `born`: where it was born (engine/born.py's Born: phase, module, call, tensor, lines);
+    `index`: the firing, in the saved trace; `step`: which step under the guard (0 = the
+    first); `trace_path`: the trace file of the step's firings so far (None if not saved).
+    """
+
+    def __init__(self, message: str, *, born=None, index: int | None = None, step: int = 0, trace_path=None) -> None:
+        super().__init__(message)
+        self.born, self.index, self.step, self.trace_path = born, index, step, trace_path
+
+
+class NonFiniteError(GuardError):
+    """A NaN (or +/-Inf) in a tensor of a firing: an activation, a gradient, a `.grad`."""
+
+
+class ThresholdError(GuardError):
+    """A tensor's norm or abs-max above a bound given to `hooktui.guard`."""

@@ -120,8 +120,9 @@ class HooktuiApp(NavigationActions, App):
         self.title = f"hooktui: {display_path(label) if label.endswith('.py') else label}"
         known = self.source.start(self)
         self.history.extend(known)
-        if known:  # a recorded trace opens at its first firing
-            self.history.move(0)
+        if known:  # a recorded trace opens at its first firing, or where its run stopped
+            stopped = self.info.stopped_at
+            self.history.move(next((i for i, e in enumerate(known) if e.index == stopped), 0))
             self.history.follow = False
         self.query_one(Timeline).grow()
         self.query_one(ModuleTree).mark_user_hooks(modules_with_user_hooks(self.source.user_hooks(self.history.events)))
