@@ -24,6 +24,7 @@ from ..engine.thread_state import ThreadState
 from ..engine.trace_file import write_trace
 from . import in_app, where
 from .errors import Quit
+from .guard import set_aside
 
 ON_QUIT = ("raise", "return")
 
@@ -67,11 +68,12 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
         label=f"{type(model).__name__} (hooktui.debug at {call_site})",
         legacy=app,  # the app can show legacy firings (L); a recording leaves them out
     )
-    if app:
-        session.gate.skip_hooks.add("legacy_backward")
-        in_app.debug_in_app(session, call_site, on_quit)
-    else:
-        session.run()
+    with set_aside(model):  # a hooktui.guard on this model: this step is debug's
+        if app:
+            session.gate.skip_hooks.add("legacy_backward")
+            in_app.debug_in_app(session, call_site, on_quit)
+        else:
+            session.run()
     if path is not None:
         _save(session.trace, path)
     return _outcome(session.trace, call_site)

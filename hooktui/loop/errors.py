@@ -34,3 +34,8 @@ class NonFiniteError(GuardError):
 
 class ThresholdError(GuardError):
     """A tensor's norm or abs-max above a bound given to `hooktui.guard`."""
+
+
+# Shown as `hooktui.Quit`, `hooktui.NonFiniteError`, ... in tracebacks: the names users import.
+for _error in (Quit, GuardError, NonFiniteError, ThresholdError):
+    _error.__module__ = "hooktui"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from typing import Any
 
 import torch
@@ -46,6 +47,26 @@ ON_ERROR = ("raise", "debug")
 # every graph alive. A backward of those forwards is then checked node by node only.
 MAX_FORWARDS_PER_STEP = 64
 
+# The guard active on each model: hooktui.debug sets it aside for the step it debugs.
+_ACTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def set_aside(model: nn.Module):
+    """While the body runs (a hooktui.debug step), the guard on `model`, if any, is off:
+    one tracer at a time sees a backward (backward_calls.py tells only the innermost).
+    Its next step starts afresh afterwards."""
+    active = _ACTIVE.get(model)
+    if active is None or not active._active:
+        yield
+        return
+    active._stop_tracer()
+    try:
+        yield
+    finally:
+        active.step += 1
+        active._start_tracer()
+
 
 def guard(
     model: nn.Module,
@@ -54,13 +75,17 @@ def guard(
     max_grad_norm: float | None = None,
     max_abs: float | None = None,
     on_error: str | None = None,
+    find_node: bool = True,
 ) -> Guard:
     """Check every forward and backward of `model` inside the `with` block.
 
     `inf=False`: only NaN counts as bad (an Inf is allowed). `max_grad_norm`: also stop when
     a gradient's norm is above it; `max_abs`: when any tensor's largest finite |value| is.
     `on_error`: "raise" (the default) raises; "debug" opens the app at that firing first
-    when a terminal is attached (under `hooktui run`, the default).
+    when a terminal is attached (under `hooktui run`, the default). `find_node=False`:
+    skip what names the autograd node (and its forward line) where a gradient goes bad
+    inside a module's backward, a per-op cost (docs/benchmarks.md); the module call is
+    still named.
     """
     if on_error is not None and on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
@@ -71,7 +96,7 @@ def guard(
         checks.append(Breakpoint.threshold(max_grad_norm, stat="norm", phase="backward"))
     if max_abs is not None:
         checks.append(Breakpoint.threshold(max_abs, stat="absmax"))
-    return Guard(model, checks, on_error, where.call_site())
+    return Guard(model, checks, on_error, where.call_site(), find_node=find_node)
 
 
 class _StepTracer(Tracer):
@@ -98,7 +123,7 @@ class _StepTracer(Tracer):
 
 
 class Guard:
-    def __init__(self, model: nn.Module, checks: list[Breakpoint], on_error: str | None, call_site: str) -> None:
+    def __init__(self, model: nn.Module, checks: list[Breakpoint], on_error: str | None, call_site: str, *, find_node: bool = True) -> None:
         self.model = model
         self.checks = checks
         self.on_error = on_error
@@ -111,17 +136,21 @@ class Guard:
         self._lines: hunt.CreationLines | None = None
         self._forwards = 0  # root forwards with grad in this step, none backwarded yet
         self._active = False
-        self._hunting = any(bp.kind == "nonfinite" for bp in checks)
+        self._hunting = find_node and any(bp.kind == "nonfinite" for bp in checks)
 
     # -- the with block ----------------------------------------------------------------
     def __enter__(self) -> Guard:
         where.trace_folder()  # a bad HOOKTUI_DIR is said now, not at step 4,312
+        if self.model in _ACTIVE:
+            raise RuntimeError("hooktui.guard: this model is already guarded (one guard per model)")
+        _ACTIVE[self.model] = self
         self._active = True
         self._start_tracer()
         return self
 
     def __exit__(self, *exc_info) -> bool:
         self._active = False
+        _ACTIVE.pop(self.model, None)
         self._stop_tracer()
         return False
 
@@ -234,11 +263,23 @@ class Guard:
 
 def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None) -> str:
     module = event.module or "(root)"
-    head = (f"hooktui.guard: step {step}, firing #{event.index} ({event.phase} {event.hook} of {module} "
+    phase = "" if event.hook.startswith(event.phase) else f" in {event.phase}"
+    head = (f"hooktui.guard: step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
             f"({event.module_type}) call {event.call}): {reason}")
     if born is None:
         return head
-    return head + "\nWhere it was born:\n" + "\n".join("  " + line for line in born.lines)
+    lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
+    return head + "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
+
+
+# born.py's advice for the app; in the guard, find_node=True is what shows the node.
+_APP_ADVICE = ("Set the non-finite breakpoint before backward", "With the non-finite breakpoint set before backward")
+# The engine's words for the app, said as they hold in a guard (lines are noted inside the
+# model's forward only, so a node made in the loss outside it has none).
+_GUARD_WORDS = {
+    "the line that created it is unknown: the non-finite breakpoint was set after the forward pass":
+        "the line that created it is unknown: hooktui.guard notes the lines of the model's forward only",
+}
 
 
 def _save(info: TraceInfo, events: list[Event]):

@@ -244,3 +244,22 @@ def test_bad_options():
         hooktui.guard(model, on_error="ignore")
     with pytest.raises(TypeError, match="nn.Module"):
         hooktui.guard(lambda: 1)
+
+
+def test_debug_inside_a_guard_takes_that_step_and_the_guard_goes_on(monkeypatch):
+    monkeypatch.setattr(hooktui.loop.where, "terminal_attached", lambda: False)
+    model = nn.Sequential(nn.Linear(2, 2), LogHead())
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(2))
+        model[0].bias.fill_(1.0)
+    good, bad = torch.full((1, 2), 0.5), torch.full((1, 2), -3.0)  # log(-2): NaN
+    with hooktui.guard(model) as guarding:
+        model(good).sum().backward()
+        loss = hooktui.debug(model, lambda: model(bad).sum())  # a NaN, but debug's step: recorded, not raised
+        assert math.isnan(loss.item())
+        with pytest.raises(hooktui.NonFiniteError) as caught:
+            model(bad).sum().backward()
+    assert caught.value.step == 2 and guarding.step == 3
+    assert hook_dicts(model) == []
+    with pytest.raises(RuntimeError, match="already guarded"), hooktui.guard(model), hooktui.guard(model):
+        pass
