@@ -257,8 +257,7 @@ class Guard:
             return
         from ..ui.app import HooktuiApp
 
-        app = HooktuiApp(recorded=(info, list(events)))
-        in_app.open_app(app)
+        in_app.show_recorded(HooktuiApp(recorded=(info, list(events))))
 
 
 def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None) -> str:

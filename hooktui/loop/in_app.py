@@ -61,6 +61,16 @@ def debug_in_app(session: Session, call_site: str, on_quit: str) -> None:
         raise RuntimeError("the hooktui app crashed (its traceback is above); the step was stopped")
 
 
+def show_recorded(app: App) -> None:
+    """The app on recorded firings (hooktui.guard's on_error="debug"): no step to wait for;
+    a signal reaches the program once the terminal is back."""
+    app.exit_on_signals = True
+    open_app(app)
+    status = exit_status(app)
+    if status > 128:
+        signal.raise_signal(status - 128)
+
+
 def _wait_for_step(app: App) -> None:
     source = app.source
     if source.join(WAIT_QUIETLY):

@@ -1,6 +1,8 @@
-"""hooktui.debug on a real terminal (a pseudo-terminal): in a plain `python script.py`, `q`
-ends the script with hooktui.Quit (status 1, one line, finally blocks run, the terminal
-restored); under `hooktui run`, the script goes on after the app and prints below it."""
+"""hooktui.debug on a real terminal (a pseudo-terminal), in a plain `python script.py`: after
+a step that ended the script goes on below the app, what the step printed shown after it;
+`q` before a step ended stops the script with hooktui.Quit (status 1, one line, finally
+blocks run, the terminal restored). `hooktui run` is driven by the pilot
+(tests/loop/test_run_command.py)."""
 
 from __future__ import annotations
 
@@ -65,21 +67,3 @@ def test_a_plain_script_continues_after_the_app_then_q_raises_quit(tmp_path):
     assert "Traceback" not in shown and "not reached" not in shown
     assert list(tmp_path.iterdir()) == [script]  # a terminal: no trace file
     assert b"from C" not in text[: text.index(LEAVE_ALT_SCREEN)]  # never on top of the app
-
-
-def test_hooktui_run_opens_the_app_at_the_debug_step_and_the_script_goes_on():
-    app = PtyApp("run", "sample_models/train_loop.py", "--debug-step", "36", "--steps", "38")
-    try:
-        app.wait_for(rb"paused", 60)
-        start = app.text()
-        app.press("c")
-        app.wait_for(rb"step done", 30)
-        app.press("q")
-        app.wait_exit(10)
-        text = app.text()
-    finally:
-        app.close()
-    assert app.process.returncode == 0
-    assert b"step  30" in start[: start.index(b"\x1b[?1049h")]  # the steps before, printed before the app
-    after = text[text.rindex(LEAVE_ALT_SCREEN):]
-    assert b"step  36  lr 0.0463  loss nan" in after  # the script went on below the app

@@ -77,3 +77,38 @@ def test_the_scripts_own_errors_and_exit_codes(tmp_path, capsys):
 def test_a_missing_script_is_one_message(target, message, capsys):
     assert main(["run", target]) == 2
     assert message in capsys.readouterr().err
+
+
+GUARDED = """\
+import torch
+from torch import nn
+import hooktui
+
+class NaiveLogSigmoid(nn.Module):
+    def forward(self, x):
+        return torch.log(torch.sigmoid(x))  # sigmoid(-2e4) is 0 in float32: log(0) = -Inf
+
+
+model = nn.Sequential(nn.Linear(2, 2), NaiveLogSigmoid())
+with torch.no_grad():
+    model[0].weight.fill_(-1e4)
+with hooktui.guard(model):
+    model(torch.ones(1, 2)).sum().backward()
+"""
+
+
+def test_under_hooktui_run_a_guard_opens_the_app_where_it_stops(monkeypatch, tmp_path, capsys):
+    script = tmp_path / "guarded.py"
+    script.write_text(GUARDED)
+    seen = []
+
+    async def look(pilot):
+        app = pilot.app
+        await wait_for(pilot, lambda: app.current is not None, "the first render")
+        seen.append((app.current.module, app.current.hook))
+        await pilot.press("q")
+
+    use_pilot(monkeypatch, look)
+    assert main(["run", str(script)]) == 1
+    assert seen == [("1", "forward")]  # NaiveLogSigmoid's output, where the -Inf was born
+    assert "hooktui.NonFiniteError" in capsys.readouterr().err
