@@ -31,6 +31,7 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/hunt.py
 	$(BIN)/python benchmarks/guard.py
 
 clean:

@@ -104,7 +104,10 @@ def _who(event: Event) -> str:
 
 def _where(event: Event) -> str:
     source = event.source
-    return "" if source is None else f"{source.filename}:{source.lineno}: {source.line}".rstrip(": ")
+    if source is None:
+        return ""
+    # The file's name only: the whole path is the firing's source (the Source pane's).
+    return f"{source.filename.replace(chr(92), '/').rsplit('/', 1)[-1]}:{source.lineno}: {source.line}".rstrip(": ")
 
 
 def _made_by_notes(event: Event, name: str) -> list[str]:

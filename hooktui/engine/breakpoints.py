@@ -279,3 +279,63 @@ class BreakpointList:
             if first is None:
                 first = stop
         return first
+
+
+# -- typed in (the app's Breakpoints screen) ------------------------------------------------
+SPEC_HELP = ("nan | nonfinite [nan-only] | norm > BOUND | absmax > BOUND | module GLOB | if EXPRESSION; "
+             "then optionally: in GLOB, forward|backward, tensor GLOB (not after if)")
+
+
+def parse_breakpoint(spec: str) -> Breakpoint:
+    """A breakpoint from a short spec, e.g. `norm > 1e3 in layers.* backward tensor grad_input*`,
+    `nan`, `if output.abs().max() > 10`. ValueError says what was wrong."""
+    text = spec.strip()
+    if text.startswith("if "):
+        return Breakpoint.condition(text[3:])
+    words = text.split()
+    if not words:
+        raise ValueError(f"an empty breakpoint: {SPEC_HELP}")
+    where: dict[str, Any] = {"module": "*", "phase": None}
+    tensor = "*"
+    head, rest = _split_head(words)
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in ("forward", "backward"):
+            where["phase"] = word
+            i += 1
+        elif word in ("in", "tensor") and i + 1 < len(rest):
+            if word == "in":
+                where["module"] = rest[i + 1]
+            else:
+                tensor = rest[i + 1]
+            i += 2
+        else:
+            raise ValueError(f"did not understand {word!r}: {SPEC_HELP}")
+    kind = head[0]
+    if kind in ("nan", "nonfinite", "inf"):
+        nan_only = head[1:] == ["nan-only"] or kind == "nan" and head[1:] == ["only"]
+        if head[1:] and not nan_only:
+            raise ValueError(f"did not understand {' '.join(head)!r}: {SPEC_HELP}")
+        return Breakpoint.nonfinite(tensor=tensor, inf=not nan_only, **where)
+    if kind in STATS:
+        if len(head) != 3 or head[1] != ">":
+            raise ValueError(f"write a bound as `{kind} > NUMBER`: {SPEC_HELP}")
+        try:
+            bound = float(head[2])
+        except ValueError:
+            raise ValueError(f"{head[2]!r} is not a number") from None
+        if not math.isfinite(bound):
+            raise ValueError("the bound must be a finite number")
+        return Breakpoint.threshold(bound, stat=kind, tensor=tensor, **where)
+    if kind == "module" and len(head) == 2:
+        return Breakpoint.on_module(head[1], where["phase"])
+    raise ValueError(f"did not understand {spec.strip()!r}: {SPEC_HELP}")
+
+
+def _split_head(words: list[str]) -> tuple[list[str], list[str]]:
+    """The kind's own words, and the qualifiers after them."""
+    for i, word in enumerate(words):
+        if i and word in ("in", "tensor", "forward", "backward"):
+            return words[:i], words[i:]
+    return words, []

@@ -193,14 +193,26 @@ class Tracer:
     def install(self) -> None:
         # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
         # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
-        pre_hook = torch.compiler.disable(self._pre_hook)
-        post_hook = torch.compiler.disable(self._post_hook)
+        pre_hook = torch.compiler.disable(self._unwatched(self._pre_hook))
+        post_hook = torch.compiler.disable(self._unwatched(self._post_hook))
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model)
         self._exit.enter_context(backward_calls.noticed_by(self))
+
+    def _unwatched(self, hook: Callable) -> Callable:
+        """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
+        dozens hooktui runs per firing: torch function handling is off inside its hooks."""
+
+        def run(*args, **kwargs):
+            if not self.hunting:
+                return hook(*args, **kwargs)
+            with torch._C.DisableTorchFunction():
+                return hook(*args, **kwargs)
+
+        return run
 
     def remove(self) -> None:
         self._exit.close()
@@ -538,7 +550,7 @@ class Tracer:
         tensors, live = hunt.node_tensors(self, node, grad_inputs, grad_outputs, edges)
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
-        notes.append(f"created in forward at {line.filename}:{line.lineno}: {line.line}" if line is not None
+        notes.append(f"created in forward at {hunt.short(line)}" if line is not None
                      else "the line that created it is unknown: the non-finite breakpoint was set after the forward pass")
         scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         if call is None:
@@ -620,7 +632,7 @@ def _creation_notes(tensors: list[tuple[str, torch.Tensor]], records: list[Tenso
         if node is None:
             notes.append(f"{name} is not finite and was made with no grad_fn (no autograd history)")
         elif line is not None:
-            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {line.filename}:{line.lineno}: {line.line}")
+            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {hunt.short(line)}")
         else:
             notes.append(f"{name} is not finite: made by {nodes.name_of(node)}")
     return notes or None

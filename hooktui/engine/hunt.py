@@ -67,6 +67,11 @@ def _grad_fn(out: Any):
     return None
 
 
+def short(line: SourceLocation) -> str:
+    """`file.py:30: code`, the file's name only (the whole path is the firing's source)."""
+    return f"{os.path.basename(line.filename)}:{line.lineno}: {line.line}".rstrip(": ")
+
+
 def creation_line(node) -> SourceLocation | None:
     if node is None:
         return None

@@ -120,6 +120,10 @@ class Source:
         """Why the model paused where it is (a breakpoint matched there), if it did."""
         return None
 
+    def live_firing(self, event: Event | None):
+        """The live objects of `event` (engine LiveFiring) when the model is paused in it."""
+        return None
+
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
         found: dict[int, UserHookInfo] = {}
@@ -260,6 +264,12 @@ class LiveSource(Source):
     @property
     def stop(self) -> Stop | None:
         return self.session.gate.stop if self.state == "paused" else None
+
+    def live_firing(self, event: Event | None):
+        current = self.session.current
+        if self.state != "paused" or event is None or current is None or current.event is not event:
+            return None
+        return current
 
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """Every hook found at start, and those registered so far."""
