@@ -551,7 +551,8 @@ class Tracer:
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
         notes.append(f"created in forward at {hunt.short(line)}" if line is not None
-                     else "the line that created it is unknown: the non-finite breakpoint was set after the forward pass")
+                     else "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
+                     "or the op is hooktui's default loss)")
         scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         if call is None:
             notes.append("made outside every module call (in the loss, or between the calls of the root module)")

@@ -210,6 +210,7 @@ class Session:
                 tracer.install()
                 try:
                     loss = self._forward_and_loss(tracer)
+                    self._stop_creation_lines()  # the forward's and the loss's ops have their lines
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
                     self.trace.loss = loss.detach()
@@ -244,14 +245,12 @@ class Session:
         """Run the forward and compute the loss (hooktui's way or the user's step)."""
         if self.user_step is not None:
             loss = self.user_step()  # the forward and the loss, in the user's code
-            self._stop_creation_lines()  # only forward ops' lines are wanted
             self.trace.output = loss
             tracer.phase = "backward"
             self.trace.error_in_loss = True
             loss = self._checked_loss(loss, "the step must return the loss tensor")
         else:
             output = self._run_model_forward()
-            self._stop_creation_lines()  # only forward ops' lines are wanted
             self.trace.output = output
             tracer.phase = "backward"
             self.trace.error_in_loss = True

@@ -39,7 +39,7 @@ from ..engine.records import Event, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
 from . import in_app, where
-from .errors import GuardError, NonFiniteError, ThresholdError
+from .errors import NonFiniteError, ThresholdError
 
 ON_ERROR = ("raise", "debug")
 # Forwards of the root module (with grad) in one step with no backward yet, after which
@@ -276,7 +276,8 @@ _APP_ADVICE = ("Set the non-finite breakpoint before backward", "With the non-fi
 # The engine's words for the app, said as they hold in a guard (lines are noted inside the
 # model's forward only, so a node made in the loss outside it has none).
 _GUARD_WORDS = {
-    "the line that created it is unknown: the non-finite breakpoint was set after the forward pass":
+    "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
+    "or the op is hooktui's default loss)":
         "the line that created it is unknown: hooktui.guard notes the lines of the model's forward only",
 }
 

@@ -210,8 +210,14 @@ class Timeline(ScrollView, can_focus=True):
         # the view) never reaches the bar: without this its thumb shows at the top.
         self.call_after_refresh(self._sync_scrollbar)
 
-    def _sync_scrollbar(self) -> None:
-        if self.show_vertical_scrollbar and self.vertical_scrollbar.position != self.scroll_y:
+    def _sync_scrollbar(self, tries: int = 4) -> None:
+        if not self.show_vertical_scrollbar:
+            # The bar appears only with the layout that follows the rows' growth: try again
+            # after that refresh (a few times at most: there may be nothing to scroll).
+            if tries and self.virtual_size.height > self.scrollable_content_region.height:
+                self.call_after_refresh(self._sync_scrollbar, tries - 1)
+            return
+        if self.vertical_scrollbar.position != self.scroll_y:
             self.vertical_scrollbar.position = self.scroll_y
 
     def _choose_row(self, row: int) -> None:
