@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)
     if args.other is not None and args.command != "diff":
         parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
+    if args.against is not None and args.command not in ("view", "serve"):
+        parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     try:
         if args.command == "trace":
             from .commands.trace import run_trace

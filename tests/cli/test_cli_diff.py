@@ -110,3 +110,9 @@ def test_record_text_is_shown_not_obeyed(tmp_path, capsys):
     assert json.loads(out)["first_difference"]["module"].startswith("fc")
     for raw in hostile.RAW:
         assert raw.decode() not in out
+
+
+def test_view_against_a_bad_file_is_one_message_and_exit_2(runs, capsys):
+    code = main(["view", str(runs["a"]), "--against", str(runs["a"].parent / "missing.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and "missing.jsonl: no such file" in err and "Traceback" not in err

@@ -16,6 +16,7 @@ from hooktui.engine.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
+from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.timeline import Timeline
 
 from ui_helpers import ROOT, paused_at, sample_app, wait_for
@@ -126,3 +127,33 @@ def test_seed_legacy_side_by_side_fc1(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(sample_app("seed.py", legacy=True), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_overview_cnn_during_backward(snap_compare, size):
+    """Every call's output; the gradients so far (backward has reached the head), ▶ there."""
+
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("B", "c")
+        await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_overview_nan_at_the_last_firing(snap_compare, size):
+    """NaN! and Inf! rows, in the cells where they are: sqrt's grad_input, then upstream."""
+
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("B", "c")
+        await _step_until(pilot, "n", lambda e: e.hook == "param_grad" and e.module == "encoder" and e.tensors[0].name.startswith("weight"))
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("nan.py"), terminal_size=size, run_before=run_before)
