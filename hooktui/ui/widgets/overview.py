@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -151,13 +150,15 @@ class OverviewRows(ScrollView, can_focus=True):
         self._module = MODULE_MIN
         self._line_width = 0
         self._base_style: Style | None = None
+        self._measured = 0  # rows whose names were measured for the module column
         self.grow()
 
     # -- data ---------------------------------------------------------------------------
     def grow(self) -> None:
         """Take in new firings (cheap: no statistics are read here)."""
         self.calls.extend(self.events)
-        longest = max((len(module_label(r.module)) for r in self.calls.rows[-256:]), default=0)
+        longest = max((len(module_label(r.module)) for r in self.calls.rows[self._measured :]), default=0)
+        self._measured = len(self.calls)
         self.module_width = max(self.module_width, min(MODULE_MAX, longest))
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.calls) + 1)
         self.refresh()
@@ -253,12 +254,6 @@ class OverviewRows(ScrollView, can_focus=True):
         self._groups, self._bar, self._module = groups, bars, module
         self._line_width = fixed + module + len(groups) * (GROUP_EXTRA + bars)
 
-    @property
-    def columns(self) -> list[str]:
-        """The column groups shown at the current width."""
-        self._layout(self.scrollable_content_region.width)
-        return [key for key, _ in self._groups]
-
     def on_resize(self) -> None:
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.calls) + 1)
         self._strips.clear()
@@ -299,16 +294,19 @@ class OverviewRows(ScrollView, can_focus=True):
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"overview--{name}", partial=True)
 
-    def _strip(self, text: Text, style: Style) -> Strip:
-        segments = [Segment(s.text, style + s.style if s.style else style) for s in text.render(self.app.console)]
-        return Strip(segments, self._line_width).extend_cell_length(self._line_width, style)
+    def _strip(self, pieces: list[tuple[str, Style | None]], style: Style) -> Strip:
+        """A line from (text, style) pieces over the row's style. Segments are built
+        directly (no Rich Text): record text reaching here is already made visible, and a
+        cold repaint of a screenful of rows stays a few milliseconds."""
+        segments = [Segment(text, style + extra if extra else style) for text, extra in pieces]
+        return Strip(segments).extend_cell_length(self._line_width, style)
 
     def _header(self, base: Style) -> Strip:
-        text = Text(no_wrap=True, end="")
-        text.append(" " * MARK + "!".ljust(FLAG) + " " + "module".ljust(self._module) + " " + "call".rjust(CALL))
+        head = " " * MARK + "!".ljust(FLAG) + " " + "module".ljust(self._module) + " " + "call".rjust(CALL)
+        pieces: list[tuple[str, Style | None]] = [(head, None)]
         for _, title in self._groups:
-            text.append("  " + title[: NUMBER + 1 + self._bar].ljust(NUMBER + 1 + self._bar))
-        return self._strip(text, base + self.get_component_rich_style("overview--header"))
+            pieces.append(("  " + title[: NUMBER + 1 + self._bar].ljust(NUMBER + 1 + self._bar), None))
+        return self._strip(pieces, base + self.get_component_rich_style("overview--header"))
 
     def _row(self, row_no: int, row: CallRow, selected: bool, current: bool, base: Style) -> Strip:
         numbers = self.numbers(row_no)
@@ -318,22 +316,23 @@ class OverviewRows(ScrollView, can_focus=True):
         if selected:
             style += self.get_component_rich_style("overview--selected")
         plain = selected and self.has_focus  # one uniform highlight on the focused selection
-        error, dim = self._style("error"), self._style("dim")
-        text = Text(no_wrap=True, end="")
-        text.append("▶" if current else " ")
+        error, dim = (None, None) if plain else (self._style("error"), self._style("dim"))
         flag = f"{numbers.flag}!" if numbers.flag else self._mark(row)
-        text.append(flag.ljust(FLAG), None if plain else error)
         name = module_label(row.module)
         if len(name) > self._module:
             name = "…" + name[len(name) - self._module + 1 :]
-        text.append(" " + name.ljust(self._module) + " ")
-        text.append(str(row.call).rjust(CALL), None if plain else dim)
+        pieces: list[tuple[str, Style | None]] = [
+            ("▶" if current else " ", None),
+            (flag.ljust(FLAG), error),
+            (" " + name.ljust(self._module) + " ", None),
+            (str(row.call).rjust(CALL), dim),
+        ]
         for key, _ in self._groups:
-            text.append("  ")
-            self._group(text, key, row, numbers, None if plain else self._style("grad" if key.startswith("grad") else key), error, dim, plain)
-        return self._strip(text, style)
+            pieces.append(("  ", None))
+            self._group(pieces, key, row, numbers, None if plain else self._style("grad" if key.startswith("grad") else key), error, dim)
+        return self._strip(pieces, style)
 
-    def _group(self, text: Text, key: str, row: CallRow, numbers: CallNumbers, style, error, dim, plain) -> None:
+    def _group(self, pieces: list, key: str, row: CallRow, numbers: CallNumbers, style, error, dim) -> None:
         light: float | None = None
         if key == "output":
             quantity: Quantity = numbers.output_std
@@ -343,12 +342,12 @@ class OverviewRows(ScrollView, can_focus=True):
             quantity = shown = getattr(numbers, key)
             reached = {"grad_output": row.backward_pre, "grad_input": row.backward}.get(key, None) is not None or (key == "params" and bool(row.param_grads))
         if not reached:
-            text.append(" " * (NUMBER + 1 + self._bar))
+            pieces.append((" " * (NUMBER + 1 + self._bar), None))
             return
         flag = shown.flag
         if flag:
-            text.append(f"{flag}!".rjust(NUMBER), None if plain else error)
+            pieces.append((f"{flag}!".rjust(NUMBER), error))
         else:
-            text.append(short_number(shown.value).rjust(NUMBER), None if plain else (dim if shown.value is None else None))
-        text.append(" ")
-        text.append(bar(quantity.value, self._bar, light), style)
+            pieces.append((short_number(shown.value).rjust(NUMBER), dim if shown.value is None else None))
+        pieces.append((" ", None))
+        pieces.append((bar(quantity.value, self._bar, light), style))
