@@ -32,6 +32,7 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/hunt.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache snapshot_report.html

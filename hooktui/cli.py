@@ -8,6 +8,7 @@ Bad input gets one clear message and exit status 2; `--traceback` shows the Pyth
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import traceback
 
@@ -46,6 +47,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="serve: port (default 8000)")
     parser.add_argument("--public-url", metavar="URL", help="serve: the address the browser uses, when not http://HOST:PORT")
+    value = parser.add_argument_group(
+        "value breakpoints",
+        "open: where `c` stops; trace: --stop-at-nonfinite / --stop-above print the firings up to the first "
+        "hit, then where the bad value was born, and exit with status 3",
+    )
+    value.add_argument("--break-nonfinite", "--stop-at-nonfinite", dest="nonfinite", action="store_true",
+                       help="stop at the first firing with a NaN or +/-Inf in any tensor")
+    value.add_argument("--nan-only", action="store_true", help="with --break-nonfinite: NaN only, not Inf")
+    value.add_argument("--break-above", "--stop-above", dest="above", metavar="STAT=BOUND", type=_above, action="append",
+                       help="stop where a tensor's norm or absmax (over its finite values) is above BOUND, e.g. norm=1e3")
+    value.add_argument("--break-if", dest="condition", metavar="EXPR",
+                       help="open: stop where a Python expression is true (names: module, event, args, kwargs, output, "
+                       "grad_output, grad_input, node, tensors, torch)")
+    value.add_argument("--in", dest="bp_module", metavar="GLOB", default="*", help="value breakpoints: only these modules")
+    value.add_argument("--phase", choices=("forward", "backward"), help="value breakpoints: only this phase")
+    value.add_argument("--tensor", dest="bp_tensor", metavar="GLOB", default="*",
+                       help="value breakpoints: only tensors with these names (e.g. 'grad_input*')")
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
     return parser
 
@@ -60,6 +78,17 @@ def _shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _above(text: str) -> tuple[str, float]:
+    stat, _, bound = text.partition("=")
+    try:
+        value = float(bound)
+    except ValueError:
+        value = float("nan")
+    if stat.strip() not in ("norm", "absmax") or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"bad bound {text!r}: use norm=NUMBER or absmax=NUMBER, e.g. norm=1e3")
+    return stat.strip(), value
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
@@ -68,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, "open")
     parser = _parser()
     args = parser.parse_intermixed_args(argv)
+    args.argv = argv  # as given (serve passes it on to the app it runs)
     if args.other is not None and args.command != "diff":
         parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
     if args.against is not None and args.command not in ("view", "serve"):

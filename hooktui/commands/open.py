@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .breaks import value_breakpoints
 from .common import load, session_for
 
 
@@ -13,6 +14,8 @@ def run_open(args) -> int:
     # Legacy firings are always recorded, so that `L` can show them in the app; without
     # --legacy they start hidden and the model never pauses at them.
     session = session_for(loaded, pause=True, legacy=True)
+    for bp in value_breakpoints(args):  # before the run: a non-finite one also notes forward lines
+        session.add_breakpoint(bp)
     if not getattr(args, "legacy", False):
         session.gate.skip_hooks.add("legacy_backward")
     return run_app(HooktuiApp(session=session, source_path=loaded.path))

@@ -21,21 +21,23 @@ from .common import load
 LOOPBACK_NAMES = ("localhost",)
 
 
+SERVE_OPTIONS = ("--host", "--port", "--public-url")
+
+
 def app_command(args) -> list[str]:
-    """The command textual-serve runs for each browser: this hooktui, same options."""
-    command = [sys.executable, "-m", "hooktui"]
-    if is_trace(args.target):
-        command += ["view", args.target]
-        if args.against:
-            command += ["--against", args.against, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
-        return command
-    command += ["open"] + ([args.target] if args.target else [])
-    command += ["--device", args.device, "--seed", str(args.seed)]
-    if args.input_shape:
-        command += ["--input-shape", ",".join(map(str, args.input_shape))]
-    if args.legacy:
-        command.append("--legacy")
-    return command
+    """The command textual-serve runs for each browser: this hooktui, with the command line
+    it was given (every option of `open` or `view`), less serve's own options."""
+    argv = list(getattr(args, "argv", None) or ["serve"] + ([args.target] if args.target else []))
+    rest, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in SERVE_OPTIONS:
+            skip = True  # and its value
+        elif not token.startswith(tuple(f"{o}=" for o in SERVE_OPTIONS)):
+            rest.append(token)
+    rest.remove("serve")
+    return [sys.executable, "-m", "hooktui", "view" if is_trace(args.target) else "open", *rest]
 
 
 def is_trace(target: str | None) -> bool:

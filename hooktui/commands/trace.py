@@ -4,6 +4,11 @@ stdout holds only the records (the table, or JSON lines with --json); the model'
 prints go to stderr (model_output.py). `--save FILE` is checked before the model runs and
 written atomically, even when stdout is a pipe that closed early (`| head`).
 
+With value breakpoints (--stop-at-nonfinite, --stop-above) the run stops at the first
+firing one of them matches: the firings up to it are printed, then where the bad value was
+born (engine/born.py; with --json, one last record `{"stopped": ...}`), and the exit
+status is 3, for a CI job or a sweep to test.
+
 Legacy firings are always recorded, as in the app, so that a firing has the same number
 everywhere (the app, the table, --json, a saved file, the Explain pane's "#N"); without
 --legacy they are left out of what is printed and saved.
@@ -12,10 +17,37 @@ everywhere (the app, the table, --json, a saved file, the Explain pane's "#N"); 
 from __future__ import annotations
 
 from ..cli import UserError
+import json
+
+from ..engine.born import where_born
 from ..engine.trace_file import TraceFileError, check_save_path, event_json, write_trace
+from ..visible import visible
+from .breaks import value_breakpoints
 from .common import load, session_for
 from .model_output import records_stdout
 from .table import format_event, format_header
+
+
+EXIT_STOPPED = 3
+
+
+def write_stop(write, events, stop, as_json: bool) -> None:
+    """Where the run stopped and, for a value breakpoint, where the value was born."""
+    bp = stop.breakpoint
+    born = where_born(events, bp, upto=stop.index) if bp.kind in ("nonfinite", "threshold") else None
+    if as_json:
+        record = {"stopped": {"index": stop.index, "breakpoint": bp.label, "reason": stop.reason,
+                              "born": None if born is None else {
+                                  "seen": born.seen, "origin": born.origin, "phase": born.phase, "module": born.module,
+                                  "call": born.call, "tensor": born.tensor, "what": born.what, "explanation": born.lines}}}
+        write(json.dumps(record))
+        return
+    write("")
+    write(visible(f"stopped at #{stop.index}: {bp.label}: {stop.reason}"))
+    if born is not None:
+        write("where it was born:")
+        for line in born.lines:
+            write("  " + visible(line))
 
 
 def run_trace(args) -> int:
@@ -27,6 +59,14 @@ def run_trace(args) -> int:
     with records_stdout() as out:
         loaded = load(args)
         session = session_for(loaded, pause=False, legacy=True)
+        breakpoints = value_breakpoints(args)
+        if args.condition:
+            raise UserError("--break-if is for the app (hooktui MODEL --break-if ...); trace takes --stop-at-nonfinite and --stop-above")
+        for bp in breakpoints:
+            session.add_breakpoint(bp)
+        if breakpoints:
+            session.gate.resume()  # run freely, stop at a breakpoint
+        stopped = []
         closed = False
 
         def write(text: str) -> None:
@@ -50,13 +90,22 @@ def run_trace(args) -> int:
             if event.hook != "error" and shown(event):
                 write(event_json(event) if args.json else format_event(event))
 
-        trace = session.run(on_event=on_event)
+        def on_state(state) -> None:
+            if state == "paused":  # only a breakpoint pauses this run: note it, end the run
+                stopped.append(session.gate.stop)
+                session.quit()
+
+        trace = session.run(on_event=on_event, on_state=on_state)
+        if stopped:
+            write_stop(write, trace.events, stopped[0], args.json)
     if args.save:
         try:
             write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])
         except (TraceFileError, OSError) as exc:
             reason = str(exc) if isinstance(exc, TraceFileError) else f"{args.save}: {exc.strerror or exc}"
             raise UserError(f"could not save the trace: {reason} (any previous file is unchanged)") from exc
+    if stopped:
+        return EXIT_STOPPED
     if closed:
         return 0
     if trace.error is not None:

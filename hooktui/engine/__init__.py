@@ -8,7 +8,7 @@ not pay for importing torch.
 from importlib import import_module
 
 _EXPORTS = {
-    "Breakpoint": "gate",
+    "Breakpoint": "breakpoints",
     "QuitRequested": "gate",
     "Event": "records",
     "ModuleInfo": "records",

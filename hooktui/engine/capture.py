@@ -50,7 +50,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, nodes, stats
+from . import backward_calls, hunt, nodes, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .naming import call_tensors, named_tensors
@@ -70,6 +70,9 @@ class LiveFiring:
     tensors: dict[str, torch.Tensor | None]
     node: Any = None  # torch.autograd.graph.Node
     call: Any = None  # the engine's record of the module call (opaque to callers)
+    # What the hook received, by the names a condition sees: args, kwargs, output,
+    # grad_output, grad_input (engine/breakpoints.py).
+    scope: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,10 @@ class Tracer:
         self._legacy = LegacyHooks(self) if legacy else None
         self._param_grads = ParamGradHooks(self) if param_grads else None
         self._node_steps = NodeSteps(self)
+        # Set while a non-finite breakpoint is on (hunt.py): watch every node in backward,
+        # say where a non-finite forward value was created.
+        self.hunting = False
+        self._node_watch = hunt.NodeWatch(self)
         self._handles: list = []
         self._exit = ExitStack()
         self._node_hooks = NodeHooks()
@@ -186,14 +193,26 @@ class Tracer:
     def install(self) -> None:
         # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
         # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
-        pre_hook = torch.compiler.disable(self._pre_hook)
-        post_hook = torch.compiler.disable(self._post_hook)
+        pre_hook = torch.compiler.disable(self._unwatched(self._pre_hook))
+        post_hook = torch.compiler.disable(self._unwatched(self._post_hook))
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model)
         self._exit.enter_context(backward_calls.noticed_by(self))
+
+    def _unwatched(self, hook: Callable) -> Callable:
+        """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
+        dozens hooktui runs per firing: torch function handling is off inside its hooks."""
+
+        def run(*args, **kwargs):
+            if not self.hunting:
+                return hook(*args, **kwargs)
+            with torch._C.DisableTorchFunction():
+                return hook(*args, **kwargs)
+
+        return run
 
     def remove(self) -> None:
         self._exit.close()
@@ -228,7 +247,9 @@ class Tracer:
         self._stacks[id(module)].append(call)
 
         tensors = call_tensors(args, kwargs)
-        self.fire_call(call, "forward_pre", [self.describe(n, t) for n, t in tensors], dict(tensors), node=None)
+        records = [self.describe(n, t) for n, t in tensors]
+        notes = _creation_notes(tensors, records) if self.hunting else None
+        self.fire_call(call, "forward_pre", records, dict(tensors), node=None, notes=notes, scope={"args": args, "kwargs": kwargs})
 
         if not torch.is_grad_enabled():
             return None
@@ -264,7 +285,10 @@ class Tracer:
         first_node = next((t.grad_fn for _, t in outputs if t.grad_fn is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
-        call.forward_index = self.fire_call(call, "forward", [self.describe(n, t) for n, t in tensors], dict(tensors), node=first_node)
+        records = [self.describe(n, t) for n, t in tensors]
+        notes = _creation_notes(tensors, records) if self.hunting else None
+        call.forward_index = self.fire_call(call, "forward", records, dict(tensors), node=first_node, notes=notes,
+                                            scope={"args": args, "kwargs": kwargs, "output": output})
         self._last_forward[call.name] = call.forward_index
         if not torch.is_grad_enabled():
             return None
@@ -289,6 +313,8 @@ class Tracer:
             note = f"fired in a backward nested in the main one (torch.autograd.{kind}(), e.g. reentrant activation checkpointing)"
         if self._param_grads is not None:
             self._param_grads.install(self.model)  # lazy modules' parameters exist by now
+            if self.hunting:
+                self._param_grads.note_bad_grads(self.model)
         current = _Backward(kind)
         self._backwards.append(current)
         start = torch._C._autograd._get_sequence_nr()
@@ -325,6 +351,8 @@ class Tracer:
             self._watch_call(_Pass(call, note), consumers, seen)
         for node in graph:
             self._node_hooks.handles.append(node.register_prehook(lambda _grads, n=node: self._release(_seq(n))))
+        if self.hunting:
+            self._node_watch.watch(graph)
 
     def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> None:
         call = state.call
@@ -406,7 +434,8 @@ class Tracer:
                     )
                 )
                 live[name] = after
-        self.fire_call(call, "backward_pre", tensors, live, node=call.output_node, notes=self._notes(state))
+        self.fire_call(call, "backward_pre", tensors, live, node=call.output_node, notes=self._notes(state),
+                       scope={"grad_output": tuple(None if s.missing else g for s, g in zip(call.slots, grads))})
         state.grad_outputs = list(grads)
         if _is_compiled_wrapper(call.module):
             return  # PyTorch never fires the full backward hook of torch.compile's wrapper
@@ -475,7 +504,8 @@ class Tracer:
                 "none of its positional inputs requires grad (PyTorch's full backward hook does the same)"
             )
         node = watched_nodes[0] if watched_nodes else call.output_node
-        self.fire_call(call, "backward", tensors, live, node=node, notes=notes)
+        self.fire_call(call, "backward", tensors, live, node=node, notes=notes,
+                       scope={"grad_output": tuple(state.grad_outputs or ()), "grad_input": tuple(live[f"grad_input[{i}]"] for i in range(call.n_args))})
 
     @staticmethod
     def _notes(state: _Pass) -> list[str]:
@@ -513,13 +543,32 @@ class Tracer:
         """Hook the autograd nodes of `call` so each one fires (node_pre / node)."""
         return self._node_steps.expand(call) if call is not None and call.output_edges else 0
 
+    def fire_born_node(self, node, grad_inputs, grad_outputs, line: SourceLocation | None) -> None:
+        """The first node that made a non-finite gradient from finite ones (hunt.py)."""
+        call = hunt.innermost_call(self._calls, node)
+        edges = {} if call is None else {(id(n), nr): f"args[{i}]" for i, (n, nr) in call.input_edges.items()}
+        tensors, live = hunt.node_tensors(self, node, grad_inputs, grad_outputs, edges)
+        op = nodes.name_of(node)
+        notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
+        notes.append(f"created in forward at {hunt.short(line)}" if line is not None
+                     else "the line that created it is unknown: the non-finite breakpoint was set after the forward pass")
+        scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
+        if call is None:
+            notes.append("made outside every module call (in the loss, or between the calls of the root module)")
+            self.fire_event(hook="node", module=self.model, call=max(self._counts.get("", 1) - 1, 0), tensors=tensors,
+                            live=live, node=node, source=line, notes=notes, scope=scope)
+            return
+        self.fire_event(hook="node", module=call.module, call=call.index, tensors=tensors, live=live, node=node,
+                        source=line or call.source, forward_index=call.forward_index, notes=notes, call_state=call, scope=scope)
+
     def describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
         return stats.describe(name, tensor, self.options, **extra)
 
     def missing(self, name: str, reason: str, **extra) -> TensorRecord:
         return stats.missing(name, reason, **extra)
 
-    def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None) -> int:
+    def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None,
+                  scope: dict | None = None) -> int:
         """Emit one firing of `call`; returns its index."""
         return self.fire_event(
             hook=hook,
@@ -532,10 +581,12 @@ class Tracer:
             forward_index=None if hook in ("forward_pre", "forward") else call.forward_index,
             notes=notes,
             call_state=call,
+            scope=scope,
         )
 
     def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
-                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> int:
+                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
+                   scope: dict | None = None) -> int:
         event = Event(
             index=self.next_index(),
             phase=self.phase,
@@ -550,7 +601,7 @@ class Tracer:
             forward_index=forward_index,
             notes=notes or [],
         )
-        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state))
+        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state, scope=scope))
         return event.index
 
 
@@ -567,6 +618,24 @@ def _kwargs_apart_from_args(kwargs: dict, input_edges: dict[int, tuple[Any, int]
                 changed = dict(kwargs) if changed is None else changed
                 changed[key] = value.view_as(value)
     return changed
+
+
+def _creation_notes(tensors: list[tuple[str, torch.Tensor]], records: list[TensorRecord]) -> list[str] | None:
+    """While hunting: for each non-finite tensor, the op and the user line that made it."""
+    notes = []
+    for (name, tensor), record in zip(tensors, records):
+        counts = record.nonfinite_counts
+        if not counts or not any(counts):
+            continue
+        node = tensor.grad_fn
+        line = hunt.creation_line(node)
+        if node is None:
+            notes.append(f"{name} is not finite and was made with no grad_fn (no autograd history)")
+        elif line is not None:
+            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {hunt.short(line)}")
+        else:
+            notes.append(f"{name} is not finite: made by {nodes.name_of(node)}")
+    return notes or None
 
 
 def _is_compiled_wrapper(module: nn.Module) -> bool:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
 import threading
-from dataclasses import dataclass
+from typing import Any
 
+from .breakpoints import Breakpoint, BreakpointList, Stop
 from .records import Event
 
 
@@ -20,26 +20,13 @@ class QuitRequested(BaseException):
 MODEL_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
 
 
-@dataclass(frozen=True)
-class Breakpoint:
-    module: str = "*"  # glob over qualified module names; "" is the root
-    phase: str | None = None  # "forward", "backward" or None for both
-    # Set: break only when this user hook fires (UserHookInfo.id); `module` is then ignored.
-    user_hook: int | None = None
-
-    def matches(self, event: Event) -> bool:
-        if self.user_hook is not None:
-            return event.user_hook is not None and event.user_hook.hook.id == self.user_hook
-        if self.phase is not None and event.phase != self.phase:
-            return False
-        return fnmatch.fnmatchcase(event.module, self.module)
-
-
 class Gate:
     """Step / continue / quit, with breakpoints. Thread-safe.
 
     Modes: "step" pauses at the next firing; "continue" pauses at a breakpoint;
-    "run" never pauses (recording).
+    "run" never pauses (recording). Breakpoints are checked at every firing outside
+    "run" mode, so their hit counts are true whatever the mode; `stop` says why the
+    latest pause happened when a breakpoint matched there.
     """
 
     def __init__(self, pause: bool = True) -> None:
@@ -47,7 +34,8 @@ class Gate:
         self._mode = "step" if pause else "run"
         self._released = False
         self._quit = False
-        self._breakpoints: set[Breakpoint] = set()
+        self.breakpoint_list = BreakpointList()
+        self.stop: Stop | None = None
         self.break_on_backward = False
         self._last_phase: str | None = None
         self.paused = False
@@ -102,38 +90,34 @@ class Gate:
     # -- breakpoints -----------------------------------------------------------
     def toggle_breakpoint(self, bp: Breakpoint) -> bool:
         """Add or remove `bp`; True when it is now set."""
-        with self._cond:
-            if bp in self._breakpoints:
-                self._breakpoints.discard(bp)
-                return False
-            self._breakpoints.add(bp)
-            return True
+        return self.breakpoint_list.toggle(bp)
 
     @property
     def breakpoints(self) -> frozenset[Breakpoint]:
-        return frozenset(self._breakpoints)
+        """The enabled breakpoints."""
+        return self.breakpoint_list.enabled
 
-    def should_pause(self, event: Event) -> bool:
+    def should_pause(self, event: Event, live: Any = None) -> bool:
         entering_backward = event.phase == "backward" and self._last_phase != "backward"
         self._last_phase = event.phase
-        if event.hook in self.skip_hooks:
+        if event.hook in self.skip_hooks or self._mode == "run":
             return False
+        stop = self.breakpoint_list.check(event, live) if len(self.breakpoint_list) else None
+        self.stop = stop
         if self._mode == "step":
             return True
-        if self._mode == "run":
-            return False
         if self._mode == "finish" and event.hook == "backward" and (event.module, event.call) == self._finish:
             return True
         if entering_backward and self.break_on_backward:
             return True
-        return any(bp.matches(event) for bp in list(self._breakpoints))
+        return stop is not None
 
     # -- worker side -----------------------------------------------------------
-    def check(self, event: Event, on_pause=None) -> None:
+    def check(self, event: Event, on_pause=None, live: Any = None) -> None:
         """Called by the worker after each firing: pause here if the mode or a breakpoint says so."""
         if self._quit:
             raise QuitRequested
-        if not self.should_pause(event):
+        if not self.should_pause(event, live):
             return
         with self._cond:
             self._released = False

@@ -20,6 +20,9 @@ class ParamGradHooks:
         self.tracer = tracer
         self._handles: list = []
         self._hooked: set[int] = set()
+        # While hunting a non-finite value: records of the .grad a parameter already held,
+        # non-finite, when a backward started (its own firing shows it beside the new one).
+        self._bad_before: dict[int, object] = {}
 
     def install(self, model: nn.Module) -> None:
         """Hook every parameter not hooked yet. A lazy module's parameters take hooks only
@@ -32,11 +35,25 @@ class ParamGradHooks:
                     param.register_post_accumulate_grad_hook(lambda p, o=owner, s=short, q=qualified: self._fire(p, o, s, q))
                 )
 
+    def note_bad_grads(self, model: nn.Module) -> None:
+        """Called as a backward starts, while hunting (hunt.py)."""
+        from .hunt import has_nonfinite
+
+        for qualified, param in model.named_parameters():
+            if param.grad is not None and has_nonfinite(param.grad):
+                short = qualified.rpartition(".")[2]
+                self._bad_before[id(param)] = self.tracer.describe(
+                    f"{short}.grad before this backward", param.grad, target=qualified, extra=True,
+                    note="the .grad this parameter already held when the backward started (not zeroed since?): "
+                    "this backward's gradient is added to it",
+                )
+
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
         self._hooked.clear()
+        self._bad_before.clear()
 
     def _fire(self, param: torch.Tensor, owner: str, short: str, qualified: str) -> None:
         tracer = self.tracer
@@ -47,6 +64,9 @@ class ParamGradHooks:
             notes.append(f"accumulated over the {calls} calls of this module in this forward")
         name = f"{short}.grad"
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
+        before = self._bad_before.pop(id(param), None)
+        if before is not None:
+            tensors.append(before)
         tracer.fire_event(
             hook="param_grad",
             module=module,

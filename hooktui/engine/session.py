@@ -18,9 +18,10 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from . import lazy_stats, nodes, stats
+from . import hunt, lazy_stats, nodes, stats
+from .breakpoints import Breakpoint
 from .capture import LiveFiring, Tracer
-from .gate import MODEL_ERRORS, Breakpoint, Gate, QuitRequested
+from .gate import MODEL_ERRORS, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
@@ -109,6 +110,7 @@ class Session:
         self._on_event: Callable[[Event], None] | None = None
         self._on_state: Callable[[str], None] | None = None
         self._lock = threading.RLock()
+        self._lines: hunt.CreationLines | None = None  # entered while hunting in forward
 
     # -- controls (any thread) ---------------------------------------------------
     def step(self) -> None:
@@ -133,11 +135,22 @@ class Session:
             self.gate.finish(current.event.module, current.event.call)
 
     def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
-        return self.gate.toggle_breakpoint(Breakpoint(module=module, phase=phase))
+        return self.gate.toggle_breakpoint(Breakpoint.on_module(module, phase))
 
     def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
         """Break when the user hook `hook_id` (UserHookInfo.id) fires; True when now set."""
-        return self.gate.toggle_breakpoint(Breakpoint(user_hook=hook_id))
+        return self.gate.toggle_breakpoint(Breakpoint.on_user_hook(hook_id))
+
+    def add_breakpoint(self, bp: Breakpoint) -> None:
+        """Any kind (engine/breakpoints.py); `resume()` then runs to the first firing it
+        stops at. Set a non-finite one before `run()` to also learn the forward line that
+        created a bad value (hunt.py)."""
+        self.gate.breakpoint_list.add(bp)
+
+    @property
+    def hunting(self) -> bool:
+        """A non-finite breakpoint is on: the tracer watches where bad values are born."""
+        return self.gate.breakpoint_list.has_kind("nonfinite")
 
     @property
     def state(self) -> str:
@@ -157,10 +170,12 @@ class Session:
         final = "finished"
         try:
             with preserved_model_state(self.model, self.args, self.kwargs), torch.enable_grad():
+                self._follow_hunting()
                 self.user_hooks.install(tracer)  # first: the tracer's own hooks are not the user's
                 tracer.install()
                 try:
                     output = self._run_model_forward()
+                    self._stop_creation_lines()  # only forward ops' lines are wanted
                     self.trace.output = output
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
@@ -179,6 +194,7 @@ class Session:
             self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
             final = "failed"
         finally:
+            self._stop_creation_lines()
             self.current = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
             nodes.forget_node_records()
@@ -210,12 +226,30 @@ class Session:
             if self._on_event is not None:
                 self._on_event(event)
             self.current = live
-            self.gate.check(event, on_pause=self._on_pause)
+            self.gate.check(event, on_pause=self._on_pause, live=live)
             self.current = None
+            self._follow_hunting()
             if self.gate.take_step_into() and event.hook == "backward_pre" and self._tracer is not None:
                 self._tracer.step_into(live.call)
             if self.trace.state == "paused":
                 self._set_state("running")
+
+    def _follow_hunting(self) -> None:
+        """Worker side: start watching for where bad values are born once a non-finite
+        breakpoint is set (lines of forward ops only from then on; backward from the next one)."""
+        tracer = self._tracer
+        hunting = self.hunting
+        if tracer is None or hunting == tracer.hunting:
+            return
+        tracer.hunting = hunting
+        if hunting and self._lines is None and tracer.phase == "forward":
+            self._lines = hunt.CreationLines()
+            self._lines.__enter__()
+
+    def _stop_creation_lines(self) -> None:
+        if self._lines is not None:
+            self._lines.__exit__(None, None, None)
+            self._lines = None
 
     def _on_pause(self, _event: Event) -> None:
         lazy_stats.flush_pending()  # device summaries reach the host once per pause

@@ -20,13 +20,18 @@ from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
+from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo
 from .against import Against
 from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
+from ..visible import visible
 from .paths import display_path
+from .screens.breakpoints import BreakpointsScreen
+from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
 from .screens.overview import OverviewScreen
@@ -92,6 +97,11 @@ class HooktuiApp(NavigationActions, App):
         self._error_shown = False
         self._summary_shown = False
         self._jumped_from: tuple[int, int] | None = None  # (from, to) of the last `j`
+        # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
+        # the status line and the Explain pane.
+        self.stops: dict[int, Stop] = {}
+        self.console_history: list[str] = []
+        self.console_results: list = []
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
         if session is not None:
@@ -112,6 +122,7 @@ class HooktuiApp(NavigationActions, App):
                 yield Timeline(self.history, module_width=width, hidden=self.history.hidden, marks=marks, id="timeline")
         lower = LowerPanes(self.history.events, self.info, self.source.source_lines, id="lower")
         lower.hidden = self.history.hidden
+        lower.stops = self.stops
         lower.against = self.against.tensors if self.against is not None else None
         yield lower
         yield Footer(compact=True)
@@ -178,8 +189,14 @@ class HooktuiApp(NavigationActions, App):
         self.source.set_state(message.state)
         # Everything the worker sent before this state is queued already: take it now.
         self._drain()
+        stepped = self._stepping
         if message.state != "running":
             self._stepping = False
+        stop = self.source.stop if message.state == "paused" else None
+        if stop is not None and stop.index not in self.stops:
+            self.stops[stop.index] = stop
+            if stop.breakpoint.kind in ("nonfinite", "threshold") and not stepped:
+                self.call_after_refresh(self.action_pane, "explain")  # where it was born
         if message.state == "paused" and self._queued_steps and self.history.at_latest:
             self._queued_steps -= 1
             self._stepping = True
@@ -283,11 +300,13 @@ class HooktuiApp(NavigationActions, App):
             summary=self.summary(with_time=False) if done and history.at_latest else "",
             wall_time=self.source.wall_time if self.show_timings else None,
             breakpoints=tuple(sorted(self._breakpoint_modules())),
+            value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
+            stop=self.stops.get(history.current.index) if history.current is not None else None,
             break_on_backward=self.source.break_on_backward,
         )
 
     def _breakpoint_modules(self) -> set[str]:
-        return {bp.module for bp in self.source.breakpoints if bp.user_hook is None}
+        return {bp.module for bp in self.source.breakpoints if bp.kind == "module"}
 
     def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
@@ -338,9 +357,37 @@ class HooktuiApp(NavigationActions, App):
         self._render_current()
 
     def action_user_hooks(self) -> None:
-        breaks = {bp.user_hook for bp in self.source.breakpoints if bp.user_hook is not None}
+        breaks = {bp.user_hook for bp in self.source.breakpoints if bp.kind == "user_hook"}
         hooks = self.source.user_hooks(self.history.events)
         self.push_screen(UserHooksScreen(hooks, self.history.events, breaks, self.source.toggle_user_hook_breakpoint))
+
+    def action_break_nonfinite(self) -> None:
+        """Toggle the non-finite breakpoint (any NaN or Inf, any tensor, any firing)."""
+        on = self.source.breakpoint_list.toggle(Breakpoint.nonfinite())
+        where = ""
+        if on and self.source.live and self.source.state != "finished":
+            where = " (the forward line that made a bad value is known from here on)"
+        self.notify(f"non-finite breakpoint {'on: c stops at the first NaN/Inf' + where if on else 'off'}",
+                    title="breakpoint", markup=False)
+        self._render_current()
+
+    def action_breakpoints(self) -> None:
+        if isinstance(self.screen, BreakpointsScreen):
+            return
+        self.push_screen(BreakpointsScreen(self.source.breakpoint_list, self.source.live), lambda _: self._render_current())
+
+    def action_console(self) -> None:
+        event = self.current
+        if event is None or isinstance(self.screen, ConsoleScreen):
+            return
+        live = self.source.live_firing(event)
+        if live is not None:
+            where = f"at #{event.index} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
+        elif self.source.live:
+            where = f"at #{event.index}, a past firing: only its records (event, tensors): its live tensors are gone"
+        else:
+            where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
+        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live), self.console_history, self.console_results))
 
     def action_break_backward(self) -> None:
         self.source.break_on_backward = not self.source.break_on_backward

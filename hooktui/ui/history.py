@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..engine.gate import Breakpoint
+from ..engine.breakpoints import BreakpointList, Stop
 from ..engine.records import Event
 
 
@@ -91,17 +91,26 @@ class History:
         first = self._first.get((phase, module))
         return first is not None and first <= upto
 
-    def find_stop(self, breakpoints: Iterable[Breakpoint], break_on_backward: bool) -> int | None:
-        """The first known firing after the cursor where a run would pause, if any."""
-        breakpoints = list(breakpoints)
+    def find_stop(self, breakpoints: BreakpointList, break_on_backward: bool) -> tuple[int, Stop | None] | None:
+        """The first known firing after the cursor where a run would pause, and why.
+
+        Breakpoints decided from records are checked again here; a condition needs the
+        live objects, so for it the firings it matched when they happened stand in.
+        """
+        hits = breakpoints.live_hits
+        enabled = breakpoints.enabled if hits else frozenset()
         previous = self.events[self.cursor].phase if self.cursor >= 0 else None
         for position in range(self.cursor + 1, len(self.events)):
             event = self.events[position]
             if event.hook in self.hidden:
                 continue
             if break_on_backward and event.phase == "backward" and previous != "backward":
-                return position
-            if any(bp.matches(event) for bp in breakpoints):
-                return position
+                return position, None
+            stop = breakpoints.check(event, live=None, count=False, records_only=True)
+            if stop is None and hits:
+                stop = hits.get(event.index)
+                stop = stop if stop is not None and stop.breakpoint in enabled else None
+            if stop is not None:
+                return position, stop
             previous = event.phase
         return None

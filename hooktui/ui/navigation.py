@@ -73,9 +73,12 @@ class NavigationActions:
     def action_resume(self) -> None:
         history = self.history
         if not history.at_latest:
-            stop = history.find_stop(self.source.breakpoints, self.source.break_on_backward)
-            if stop is not None:
-                self.goto(stop, follow=False)
+            found = history.find_stop(self.source.breakpoint_list, self.source.break_on_backward)
+            if found is not None:
+                position, stop = found
+                if stop is not None:
+                    self.stops[stop.index] = stop
+                self.goto(position, follow=False)
                 return
             self.goto(history.latest, follow=True)
         if self.source.can_advance:

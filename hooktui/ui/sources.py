@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..engine.gate import Breakpoint
+from ..engine.breakpoints import Breakpoint, BreakpointList, Stop
 from ..engine.records import Event, TraceInfo
 from ..engine.source_lines import file_lines
 from ..engine.user_hook_records import UserHookInfo
@@ -100,15 +100,29 @@ class Source:
     def join(self, timeout: float) -> bool:
         return True
 
+    # The breakpoints: the live session's own list (its worker checks them), or the
+    # recorded source's (find_stop walks the history with them).
+    breakpoint_list: BreakpointList
+
     @property
     def breakpoints(self) -> frozenset[Breakpoint]:
-        return frozenset()
+        """The enabled ones."""
+        return self.breakpoint_list.enabled
 
     def toggle_breakpoint(self, module: str) -> bool:
-        return False
+        return self.breakpoint_list.toggle(Breakpoint.on_module(module))
 
     def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
-        return False
+        return self.breakpoint_list.toggle(Breakpoint.on_user_hook(hook_id))
+
+    @property
+    def stop(self) -> Stop | None:
+        """Why the model paused where it is (a breakpoint matched there), if it did."""
+        return None
+
+    def live_firing(self, event: Event | None):
+        """The live objects of `event` (engine LiveFiring) when the model is paused in it."""
+        return None
 
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
@@ -129,7 +143,7 @@ class RecordedSource(Source):
         self._events = events
         self._sources = dict(sources or {})
         self.state = "replay"
-        self._breakpoints: set[Breakpoint] = set()
+        self.breakpoint_list = BreakpointList()
         self.break_on_backward = False
 
     def start(self, app: App) -> list[Event]:
@@ -141,22 +155,6 @@ class RecordedSource(Source):
         stored = self._sources.get(filename)
         return stored if stored else super().source_lines(filename)
 
-    @property
-    def breakpoints(self) -> frozenset[Breakpoint]:
-        return frozenset(self._breakpoints)
-
-    def toggle_breakpoint(self, module: str) -> bool:
-        return self._toggle(Breakpoint(module=module))
-
-    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
-        return self._toggle(Breakpoint(user_hook=hook_id))
-
-    def _toggle(self, bp: Breakpoint) -> bool:
-        if bp in self._breakpoints:
-            self._breakpoints.discard(bp)
-            return False
-        self._breakpoints.add(bp)
-        return True
 
 
 class LiveSource(Source):
@@ -260,14 +258,18 @@ class LiveSource(Source):
         return self._finished.wait(timeout)
 
     @property
-    def breakpoints(self) -> frozenset[Breakpoint]:
-        return self.session.gate.breakpoints
+    def breakpoint_list(self) -> BreakpointList:  # type: ignore[override]
+        return self.session.gate.breakpoint_list
 
-    def toggle_breakpoint(self, module: str) -> bool:
-        return self.session.toggle_breakpoint(module)
+    @property
+    def stop(self) -> Stop | None:
+        return self.session.gate.stop if self.state == "paused" else None
 
-    def toggle_user_hook_breakpoint(self, hook_id: int) -> bool:
-        return self.session.toggle_user_hook_breakpoint(hook_id)
+    def live_firing(self, event: Event | None):
+        current = self.session.current
+        if self.state != "paused" or event is None or current is None or current.event is not event:
+            return None
+        return current
 
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """Every hook found at start, and those registered so far."""

@@ -82,11 +82,12 @@ def test_serve_serves_the_app_on_localhost():
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # it stopped listening
 
 
-def test_serve_command_and_host():
-    args = Namespace(target="m.py", against=None, rtol=1e-5, atol=1e-8, device="cpu", seed=3, input_shape=(1, 4), legacy=True)
-    assert app_command(args)[1:] == ["-m", "hooktui", "open", "m.py", "--device", "cpu", "--seed", "3", "--input-shape", "1,4", "--legacy"]
-    args.target, args.against = "a.jsonl", "b.jsonl"
-    assert app_command(args)[3:] == ["view", "a.jsonl", "--against", "b.jsonl", "--rtol", "1e-05", "--atol", "1e-08"]
+def test_serve_runs_the_app_with_the_same_options_and_listens_on_loopback():
+    argv = ["--seed", "3", "serve", "m.py", "--port", "9000", "--break-nonfinite", "--host=127.0.0.1", "--in", "fc*"]
+    args = Namespace(target="m.py", argv=argv)
+    assert app_command(args)[1:] == ["-m", "hooktui", "open", "--seed", "3", "m.py", "--break-nonfinite", "--in", "fc*"]
+    args = Namespace(target="a.jsonl", argv=["serve", "a.jsonl", "--against", "b.jsonl", "--public-url", "http://x:1"])
+    assert app_command(args)[3:] == ["view", "a.jsonl", "--against", "b.jsonl"]
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hooktui.engine.gate import Breakpoint
+from hooktui.engine.breakpoints import Breakpoint, BreakpointList
 from hooktui.engine.records import Event, TensorRecord, TensorStats
 from hooktui.ui.history import History
 from hooktui.ui.paths import display_path, user_traceback
@@ -18,6 +18,13 @@ def _event(i: int, phase: str, module: str, hook: str | None = None) -> Event:
     return Event(index=i, phase=phase, hook=hook or phase, module=module, module_type="M", call=0)
 
 
+def listed(*bps):
+    found = BreakpointList()
+    for bp in bps:
+        found.add(bp)
+    return found
+
+
 def test_history_follows_and_finds_stops():
     history = History()
     history.extend([_event(0, "forward", ""), _event(1, "forward", "a")])
@@ -26,10 +33,15 @@ def test_history_follows_and_finds_stops():
     history.follow = False
     history.extend([_event(2, "forward", "b"), _event(3, "backward", "b"), _event(4, "backward", "a")])
     assert history.cursor == 0  # not following: stays put
-    assert history.find_stop([Breakpoint("b")], False) == 2
-    assert history.find_stop([Breakpoint("a", "backward")], False) == 4
-    assert history.find_stop([], True) == 3
-    assert history.find_stop([Breakpoint("zzz")], False) is None
+    def stops_at(*bps, backward=False):
+        found = history.find_stop(listed(*bps), backward)
+        return None if found is None else found[0]
+
+    assert stops_at(Breakpoint.on_module("b")) == 2
+    assert stops_at(Breakpoint.on_module("a", "backward")) == 4
+    assert stops_at(backward=True) == 3
+    assert stops_at(Breakpoint.on_module("zzz")) is None
+    assert history.find_stop(listed(Breakpoint.on_module("b")), False)[1].breakpoint == Breakpoint.on_module("b")
     assert history.visited("b", "forward", 2) and not history.visited("b", "forward", 1)
     assert history.visited("a", "backward", 4) and not history.visited("a", "backward", 3)
     assert history.per_phase == {"forward": 3, "backward": 2}

@@ -18,6 +18,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ...engine.born import where_born
+from ...engine.breakpoints import Stop
 from ...engine.records import Event, TraceInfo
 from ...explain import Statement, explain
 from ...format import shape_text
@@ -95,6 +97,21 @@ def side_by_side(legacy: Event, full: Event, events: Sequence[Event], info: Trac
     return table
 
 
+def stop_text(stop: Stop, events: Sequence[Event]) -> Text:
+    """Why the run stopped here; for a value breakpoint, where the bad value was born."""
+    text = Text()
+    text.append("■ stopped: ", "bold red")
+    text.append(stop.breakpoint.label, "bold")
+    text.append(f": {stop.reason}")
+    if stop.breakpoint.kind in ("nonfinite", "threshold"):
+        born = where_born(events, stop.breakpoint, upto=stop.index)
+        if born is not None:
+            text.append("\nwhere it was born" + (f" (#{born.origin})" if born.origin != stop.index else "") + ":", "bold")
+            for line in born.lines:
+                text.append(f"\n  {line}")
+    return text
+
+
 class ExplainPane(VerticalScroll):
     DEFAULT_CSS = """
     ExplainPane { height: 1fr; padding: 0 1; scrollbar-size: 1 1; }
@@ -123,13 +140,14 @@ class ExplainPane(VerticalScroll):
         self._composed = True
         self.show(*self._args)
 
-    def show(self, event: Event | None, events: Sequence[Event], info: TraceInfo | None, hidden: set[str]) -> None:
-        """Explain `event` among `events`. Cheap to call again: only redraws when the event,
-        the number of firings known, or the hidden kinds changed."""
-        self._args = (event, events, info, set(hidden))
+    def show(self, event: Event | None, events: Sequence[Event], info: TraceInfo | None, hidden: set[str], stop: Stop | None = None) -> None:
+        """Explain `event` among `events` (and why the run stopped there, if it did). Cheap
+        to call again: only redraws when the event, the number of firings known, the hidden
+        kinds or the stop changed."""
+        self._args = (event, events, info, set(hidden), stop)
         if not self._composed:
             return
-        key = (id(event), event.index if event else None, len(events), frozenset(hidden))
+        key = (id(event), event.index if event else None, len(events), frozenset(hidden), stop)
         if key == self._key:
             return
         self._key = key
@@ -140,7 +158,9 @@ class ExplainPane(VerticalScroll):
             static.update("")
             return
         self.statements = explain(event, events, info)
-        parts: list[RenderableType] = []
+        # A module or hook breakpoint is said in the status line; a value one needs words.
+        said = stop is not None and stop.breakpoint.kind not in ("module", "user_hook")
+        parts: list[RenderableType] = [stop_text(stop, events), Text("")] if said else []
         pair = call_partner(event, events, hidden)
         body = Text("\n").join(statement_text(s) for s in self.statements)
         if pair is not None and event.hook == "legacy_backward":

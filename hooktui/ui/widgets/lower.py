@@ -17,6 +17,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
+from ...engine.breakpoints import Stop
 from ...engine.records import Event, TensorRecord, TraceInfo
 from ..messages import TensorChosen
 from .autograd import AutogradPane
@@ -50,6 +51,7 @@ class LowerPanes(Widget):
         self.info = info
         self.lines_for = lines_for  # source lines by file name (the app's Source decides what may be read)
         self.hidden: set[str] = set()  # hook kinds not shown (legacy_backward when off)
+        self.stops: dict[int, Stop] = {}  # why a run stopped, by firing index (the app's)
         self.against = None  # `view --against`: the other run's tensors by firing (TensorsPane)
         self.event: Event | None = None
         self.tensor_position = 0
@@ -134,7 +136,8 @@ class LowerPanes(Widget):
     def refresh_explain(self) -> None:
         """Explain the current firing again (new firings change what can be said)."""
         for pane in self.query(ExplainPane):
-            pane.show(self.event, self.events, self.info, self.hidden)
+            stop = self.stops.get(self.event.index) if self.event is not None else None
+            pane.show(self.event, self.events, self.info, self.hidden, stop)
 
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         name = (message.pane.id or "").removeprefix("tab-")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
+from ...engine.breakpoints import Stop
 from ...engine.records import Event
 from .timeline import module_label, nonfinite
 
@@ -37,6 +38,8 @@ class StatusInfo:
     summary: str = ""
     breakpoints: tuple[str, ...] = ()
     break_on_backward: bool = False
+    value_breakpoints: tuple[str, ...] = ()  # labels of the non-module breakpoints
+    stop: Stop | None = None  # why the run stopped at this firing
     wall_time: float | None = None  # seconds the model ran, shown once the run is done
 
 
@@ -52,6 +55,8 @@ def status_parts(s: StatusInfo) -> list[Text]:
         flag = nonfinite(event)
         if flag:
             parts.append(Text(f"{flag}!", "bold white on red"))
+        if s.stop is not None:
+            parts.append(Text(f"■ {s.stop.breakpoint.label}", "bold red"))
         if not event.hook.startswith(event.phase):  # `backward_pre` says its phase already
             parts.append(Text(event.phase))
         position = Text(f"{s.position + 1}/{s.total}{' so far' if s.more_coming else ''}", "dim")
@@ -73,6 +78,7 @@ def status_parts(s: StatusInfo) -> list[Text]:
         marks.append(f"● {len(s.breakpoints)} breakpoints")
     if s.break_on_backward:
         marks.append("● at backward")
+    marks += [f"● {label}" for label in s.value_breakpoints]
     if marks:
         parts.append(Text(" ".join(marks), "red"))
     parts.append(Text(f"loss: {s.loss}", "dim"))

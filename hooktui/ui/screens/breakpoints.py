@@ -1,0 +1,116 @@
+"""The Breakpoints screen (`K`): every breakpoint with its hit count; space enables or
+disables the selected one, d deletes it, and the input line adds one from a short spec
+(engine/breakpoints.py: `nan`, `norm > 1e3 in layers.* backward`, `if EXPR`, ...)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, Static
+
+from ...engine.breakpoints import SPEC_HELP, BreakpointList, BreakpointState, parse_breakpoint
+
+COLUMNS = ("on", "breakpoint", "kind", "hits")
+
+
+class BreakpointsScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    BreakpointsScreen { align: center middle; }
+    BreakpointsScreen > Vertical {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    BreakpointsScreen DataTable { height: auto; max-height: 20; }
+    BreakpointsScreen #bp-message { color: $text-muted; }
+    BreakpointsScreen Input, BreakpointsScreen Input:focus { border: none; height: 1; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close", id="hooktui.breakpoints.close"),
+        Binding("space", "toggle_enabled", "Enable/disable", id="hooktui.breakpoints.enable"),
+        Binding("d,delete", "delete", "Delete", id="hooktui.breakpoints.delete"),
+        Binding("a", "add", "Add", id="hooktui.breakpoints.add"),
+    ]
+
+    def __init__(self, breakpoints: BreakpointList, live: bool) -> None:
+        super().__init__()
+        self._list = breakpoints
+        self._live = live
+        self._states: list[BreakpointState] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "breakpoints"
+            box.border_subtitle = "space: on/off · d: delete · a: add · escape closes"
+            yield DataTable(cursor_type="row", zebra_stripes=True, id="bp-table")
+            hits = "hits: firings it matched so far" if self._live else "hits: not counted in a recorded trace"
+            yield Static(Text(f"{hits}. Add: {SPEC_HELP}"), id="bp-message")
+            yield Input(placeholder="add: e.g. nan  |  norm > 1e3 in layers.* backward  |  if output.abs().max() > 10", id="bp-input")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns(*COLUMNS)
+        self._fill()
+        if self._states:
+            table.focus()
+        else:
+            self.query_one(Input).focus()
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        table.clear()
+        self._states = self._list.states()
+        for state in self._states:
+            bp = state.breakpoint
+            table.add_row(
+                Text("●", "bold red") if state.enabled else Text("○", "dim"),
+                Text(bp.label),  # Text: a condition's text is never markup
+                bp.kind,
+                str(state.hits) if self._live else "-",
+            )
+        if self._states:
+            table.move_cursor(row=min(row, len(self._states) - 1), animate=False)
+
+    def _selected(self) -> BreakpointState | None:
+        table = self.query_one(DataTable)
+        if not self._states or not table.has_focus:
+            return None
+        return self._states[table.cursor_row]
+
+    def action_toggle_enabled(self) -> None:
+        state = self._selected()
+        if state is not None:
+            self._list.set_enabled(state.breakpoint, not state.enabled)
+            self._fill()
+
+    def action_delete(self) -> None:
+        state = self._selected()
+        if state is not None:
+            self._list.remove(state.breakpoint)
+            self._fill()
+
+    def action_add(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        text = message.value.strip()
+        if not text:
+            return
+        note = self.query_one("#bp-message", Static)
+        try:
+            bp = parse_breakpoint(text)
+        except ValueError as exc:
+            note.update(Text(str(exc), "bold red"))
+            return
+        self._list.add(bp)
+        message.input.value = ""
+        note.update(Text(f"added: {bp.label}"))
+        self._fill()
+        self.query_one(DataTable).focus()
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,136 @@
+"""Where a bad value was born (engine/born.py), for the cases of the hunt issue. Each model
+is built so that the module, op and line that make the bad value are known by
+construction; the line is found in this file's text, never taken from the engine."""
+
+import inspect
+
+import torch
+from torch import nn
+
+from hooktui import Session, record
+from hooktui.engine.born import where_born
+from hooktui.engine.breakpoints import Breakpoint
+from plain_hooks import SAMPLES, load_sample
+
+
+def hunt(model, inputs, loss_fn=None, bp=None):
+    """Run with a non-finite breakpoint set before the run; stop at its first hit."""
+    session = Session(model, inputs, loss_fn, pause=False)
+    session.add_breakpoint(bp or Breakpoint.nonfinite())
+    session.gate.resume()
+    session.run(on_state=lambda s: s == "paused" and session.quit())
+    return session.trace.events
+
+
+def line_of(obj, text):
+    """The line number of the line of `obj`'s source containing `text`."""
+    lines, start = inspect.getsourcelines(obj)
+    hits = [start + i for i, line in enumerate(lines) if text in line]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def line_in(path, text):
+    hits = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+class LogHead(nn.Module):
+    def forward(self, p):
+        return torch.log(p)  # log(0) = -Inf
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(3, 3)
+        self.log = LogHead()
+
+    def forward(self, x):
+        p = torch.softmax(self.fc(x) * 1e4, dim=-1)  # saturates: exact zeros
+        return self.log(p)
+
+
+def test_log_of_zero_in_forward_is_born_in_the_module_that_calls_log():
+    events = hunt(Classifier(), torch.randn(4, 3), loss_fn=lambda out: out.sum())
+    born = where_born(events)
+    assert (born.phase, born.module, born.tensor) == ("forward", "log", "output")
+    assert "-Inf" in born.what
+    assert "LogBackward0" in born.text
+    assert f"test_born.py:{line_of(LogHead, 'torch.log(p)')}: return torch.log(p)" in born.text
+    assert events[born.seen].hook == "forward" and born.seen == len(events) - 1
+
+
+def test_sqrt_of_zero_in_backward_is_born_at_the_sqrt_node_of_the_norm():
+    sample = load_sample("nan_hunt")
+    model, inputs = sample.build_model(), sample.example_inputs()
+    events = hunt(model, inputs, sample.loss_fn)
+    # Independent: every forward value is finite (plain forward hooks).
+    outs = []
+    handles = [m.register_forward_hook(lambda m, a, o: outs.append(torch.isfinite(o).all().item())) for m in model.modules()]
+    with torch.no_grad():
+        model(inputs)
+    for h in handles:
+        h.remove()
+    assert all(outs)
+    born = where_born(events)
+    assert born.phase == "backward" and events[born.origin].hook == "node"
+    assert events[born.origin].grad_fn == "SqrtBackward0"
+    assert born.module == "blocks.2.norm"  # the last block runs backward first
+    assert f"nan_hunt.py:{line_in(SAMPLES / 'nan_hunt.py', 'torch.sqrt(ms)')}" in born.text
+    assert "1/(2·sqrt(x))" in born.text
+
+
+class ZeroVarianceNorm(nn.Module):
+    def forward(self, x):
+        return (x - x.mean()) / x.std()  # a constant input: 0 / 0
+
+
+def test_division_by_a_zero_variance():
+    model = nn.Sequential(nn.Linear(2, 2), ZeroVarianceNorm())
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].bias.fill_(1.0)
+    events = hunt(model, torch.randn(3, 2))
+    born = where_born(events)
+    assert (born.module, born.tensor, events[born.origin].hook) == ("1", "output", "forward")
+    assert "NaN" in born.what and "DivBackward0" in born.text
+    assert f":{line_of(ZeroVarianceNorm, 'x.std()')}:" in born.text
+
+
+def test_fp16_overflow_says_the_dtype_limit():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)).half()
+    with torch.no_grad():
+        for layer in model:
+            layer.weight.fill_(300.0)
+            layer.bias.zero_()
+    x = torch.ones(1, 4, dtype=torch.float16)
+    # Independent: the first layer's output is 1200 (finite), the second's 1.44e6 (> 65504).
+    assert torch.isfinite(model[0](x)).all() and not torch.isfinite(model(x)).all()
+    events = hunt(model, x, loss_fn=lambda out: out.float().clamp(max=1).sum())
+    born = where_born(events)
+    assert (born.module, born.tensor) == ("1", "output")
+    assert "+Inf" in born.what and "65504" in born.text
+
+
+def test_exploding_gradient_born_with_a_threshold():
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(4, 4, bias=False) for _ in range(100)])
+    with torch.no_grad():
+        for layer in model:
+            layer.weight.copy_(torch.eye(4) * 1.2)
+    x = torch.ones(1, 4, requires_grad=True)
+    bp = Breakpoint.threshold(1e3, stat="norm", phase="backward", tensor="grad_input*")
+    events = record(model, x).events
+    born = where_born(events, bp)
+    # Independent: the gradient at layer i's input is 1.2 ** (100 - i) * norm(ones) = 2 * 1.2 ** (100 - i).
+    first = max(i for i in range(100) if 2 * 1.2 ** (100 - i) > 1e3)
+    assert (born.module, events[born.origin].hook, born.tensor) == (str(first), "backward", "grad_input[0]")
+    assert "norm" in born.what and "within norm ≤ 1000" in born.text
+
+
+def test_nothing_bad_means_no_birth():
+    model = nn.Sequential(nn.Linear(2, 2))
+    assert where_born(record(model, torch.ones(1, 2)).events) is None

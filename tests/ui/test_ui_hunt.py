@@ -1,0 +1,234 @@
+"""The hunt in the app: `!` then `c` stops at the first NaN/Inf and Explain says where it was
+born; the Breakpoints screen (`K`) adds, disables and deletes breakpoints and counts hits;
+the console (`:`) evaluates expressions against the live firing and against records.
+Expectations come from plain torch in the test, not from the engine."""
+
+import pytest
+import torch
+
+from hooktui.engine.breakpoints import Breakpoint
+from hooktui.engine.session import record
+from hooktui.ui.app import HooktuiApp
+from hooktui.ui.screens.breakpoints import BreakpointsScreen
+from hooktui.ui.screens.console import ConsoleScreen
+from hooktui.ui.widgets.explain import ExplainPane
+from ui_helpers import ROOT, SAMPLES, paused_at, run, sample_app, wait_for
+
+
+def first_nan_grad(path):
+    """With PyTorch's own full backward hooks: the first module (in backward order) whose
+    grad_input has a NaN/Inf while its grad_output is finite."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nan_hunt_plain", path)
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    model = sample.build_model()
+    found = []
+
+    def bad(grads):
+        return any(g is not None and not torch.isfinite(g).all() for g in grads)
+
+    for name, module in model.named_modules():
+        module.register_full_backward_hook(lambda m, gi, go, n=name: found.append(n) if bad(gi) and not bad(go) else None)
+    sample.loss_fn(model(sample.example_inputs())).backward()
+    return found[0]
+
+
+def test_bang_then_continue_stops_at_the_first_nan_with_where_it_was_born():
+    app = sample_app("nan_hunt.py")
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("exclamation_mark")
+            assert Breakpoint.nonfinite() in app.source.breakpoints
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the stop")
+            event = app.current
+            assert event.hook == "node" and event.grad_fn == "SqrtBackward0"
+            assert event.module == first_nan_grad(SAMPLES / "nan_hunt.py")
+            assert app.stops[event.index].breakpoint == Breakpoint.nonfinite()
+            await pilot.pause()
+            explain = app.query_one(ExplainPane)
+            assert explain.display and explain.is_attached
+            text = explain.renderable.renderables[0].plain
+            assert text.startswith("■ stopped: NaN/Inf in any tensor: 1 NaN in grad_inputs[0]")
+            assert "where it was born" in text and "torch.sqrt(ms)" in text
+
+    run(script())
+
+
+def test_breakpoints_screen_adds_disables_deletes_and_counts_hits():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("K")
+            assert isinstance(app.screen, BreakpointsScreen)
+            await pilot.press(*"norm > 1e9")  # focus starts on the input when there are none
+            await pilot.press("enter")
+            await pilot.press("a", *"module fc1 forward", "enter")
+            labels = [s.breakpoint.label for s in app.source.breakpoint_list.states()]
+            assert labels == ["norm > 1e+09", "module fc1 (forward)"]
+            await pilot.press("space")  # the cursor is on the last added... row 0 after refill
+            states = app.source.breakpoint_list.states()
+            assert [s.enabled for s in states].count(False) == 1
+            disabled = next(s.breakpoint for s in states if not s.enabled)
+            await pilot.press("escape")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state in ("paused", "finished") and app.history.cursor > 0, "a stop or the end")
+            hits = {s.breakpoint: s.hits for s in app.source.breakpoint_list.states()}
+            assert hits[disabled] == 0
+            enabled = next(bp for bp in hits if bp != disabled)
+            if enabled.kind == "module":
+                assert app.state == "paused" and (app.current.module, app.current.hook) == ("fc1", "forward_pre")
+                assert hits[enabled] == 1
+            else:  # the threshold is never crossed: the run goes to the end
+                assert app.state == "finished" and hits[enabled] == 0
+            await pilot.press("K", "d")
+            assert len(app.source.breakpoint_list) == 1
+            await pilot.press("a", *"norm >> 3", "enter")
+            message = app.screen.query_one("#bp-message").render()
+            assert "write a bound as" in str(message)
+
+    run(script())
+
+
+def test_console_evaluates_live_tensors_and_shows_errors():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("n")
+            await paused_at(pilot, 1)
+            event = app.current
+            assert event.hook == "forward_pre" and event.module == "fc1"
+            await pilot.press("colon")
+            assert isinstance(app.screen, ConsoleScreen)
+            await pilot.press(*"args[0].shape", "enter")
+            await pilot.press(*"args[0] * 2", "enter")
+            await pilot.press(*"grad_output[0]", "enter")
+            await pilot.press(*"1/0", "enter")
+            results = app.console_results
+            live_x = app.source.live_firing(event).scope["args"][0]
+            assert results[0].ok and results[0].text == repr(live_x.shape)
+            assert results[1].tensor is not None and results[1].tensor.shape == list(live_x.shape)
+            assert abs(results[1].tensor.stats.max - 2 * live_x.max().item()) < 1e-6
+            assert not results[2].ok and "TypeError" in results[2].text  # no grad_output in forward
+            assert not results[3].ok and results[3].text == "ZeroDivisionError: division by zero"
+            await pilot.press("up", "up")
+            assert app.screen.query_one("#console-input").value == "grad_output[0]"
+            await pilot.press("escape")
+            assert not isinstance(app.screen, ConsoleScreen)
+
+    run(script())
+
+
+def test_console_on_a_recorded_trace_says_what_is_not_available():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    trace = record(model, torch.ones(1, 2))
+    app = HooktuiApp(recorded=(trace.info, trace.events))
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("colon", *"tensors['args[0]']", "enter", *"grad_output", "enter", *"event.hook", "enter")
+            first, second, third = app.console_results
+            assert first.tensor is not None and first.tensor.shape == [1, 2]
+            assert not second.ok and "not available here: a recorded trace" in second.text
+            assert third.text == repr(trace.events[0].hook)
+
+    run(script())
+
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+
+@pytest.fixture
+def _repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # paths on screen are relative to the working directory
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_snapshot_stopped_at_the_first_nan_of_nan_hunt(snap_compare, size, _repo_root):
+    async def run_before(pilot):
+        app = pilot.app
+        await paused_at(pilot, 0)
+        await pilot.press("exclamation_mark", "c")
+        await wait_for(pilot, lambda: app.state == "paused" and app.current is not None and app.current.hook == "node", "the stop")
+        explain = app.query_one(ExplainPane)
+        await wait_for(pilot, lambda: explain.is_on_screen and explain._args[-1] is not None, "the explain pane with the stop")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+
+    assert snap_compare(sample_app("nan_hunt.py"), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_console_with_a_result(snap_compare, _repo_root):
+    async def run_before(pilot):
+        app = pilot.app
+        await paused_at(pilot, 0)
+        await pilot.press("n")
+        await paused_at(pilot, 1)
+        await pilot.press("colon", *"args[0] * 2", "enter", *"args[0].shape", "enter", *"grad_output[0]", "enter")
+        await wait_for(pilot, lambda: len(app.console_results) == 3, "three results")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("seed.py"), terminal_size=(100, 30), run_before=run_before)
+
+
+def test_bang_in_a_recorded_trace_walks_to_the_first_nan():
+    events = record(*_nan_model()).events
+    first = next(i for i, e in enumerate(events) if any(t.nonfinite_counts and any(t.nonfinite_counts) for t in e.tensors))
+    trace = record(*_nan_model())
+    app = HooktuiApp(recorded=(trace.info, trace.events))
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("exclamation_mark", "c")
+            assert app.history.cursor == first
+            # By construction: log(relu(-1)) = log(0) = -Inf is the output of module "2".
+            assert (app.current.module, app.current.hook) == ("2", "forward")
+            assert app.stops[first].reason == "1 -Inf in output"
+            await pilot.press("exclamation_mark", "g", "c")  # off again: c goes to the end
+            assert app.history.cursor == len(events) - 1
+
+    run(script())
+
+
+def _nan_model():
+    class Log(torch.nn.Module):
+        def forward(self, x):
+            return torch.log(x)
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), Log(), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
+        model[0].bias.zero_()
+    return model, torch.ones(1, 2)  # relu(-1) = 0, log(0) = -Inf at module "2"
+
+
+def test_condition_and_threshold_added_in_the_app_stop_the_run():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("K", *'if grad_output is not None and module.__class__.__name__ == "Linear"', "enter", "escape")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the condition's stop")
+            event = app.current
+            # The first Linear backward_pre: backward starts at fc2 (the last layer).
+            assert (event.module, event.hook) == ("fc2", "backward_pre")
+            assert "is true" in app.stops[event.index].reason
+            await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
+            assert (app.current.hook, app.stops[app.current.index].breakpoint.kind) == ("backward_pre", "threshold")
+
+    run(script())
