@@ -26,6 +26,7 @@ from .records import Event, TensorRecord
 
 # Which firings of a call a row keeps, by hook kind.
 _KINDS = ("forward_pre", "forward", "backward_pre", "backward")
+_KEPT = frozenset((*_KINDS, "param_grad"))
 
 
 @dataclass(slots=True)
@@ -68,19 +69,20 @@ class CallRows:
     def extend(self, events: Sequence[Event]) -> set[int]:
         """Take in the firings of `events` not seen yet; returns the rows that changed."""
         changed: set[int] = set()
+        rows, by_call, kept = self.rows, self._by_call, _KEPT
         for position in range(self._scanned, len(events)):
             event = events[position]
             hook = event.hook
-            if hook not in _KINDS and hook != "param_grad":
+            if hook not in kept:
                 continue
             key = (event.module, event.call)
-            row_no = self._by_call.get(key)
+            row_no = by_call.get(key)
             if row_no is None:
                 if event.phase != "forward":
                     continue  # a backward firing of a call never seen in forward: no row
-                row_no = self._by_call[key] = len(self.rows)
-                self.rows.append(CallRow(event.module, event.module_type, event.call))
-            row = self.rows[row_no]
+                row_no = by_call[key] = len(rows)
+                rows.append(CallRow(event.module, event.module_type, event.call))
+            row = rows[row_no]
             if hook == "param_grad":
                 row.param_grads.append(position)
             elif getattr(row, hook) is None:  # the first one (checkpointing re-runs forward)
