@@ -55,6 +55,8 @@ def is_loopback(host: str) -> bool:
 
 def check_input(args) -> None:
     """Bad input fails here, with the same message `open` or `view` would give."""
+    if getattr(args, "against", None) and not is_trace(args.target):
+        raise UserError("--against compares two trace files: hooktui serve A.jsonl --against B.jsonl")
     if is_trace(args.target):
         from ..engine.trace_file import TraceFileError, read_trace_file
 

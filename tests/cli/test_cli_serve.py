@@ -99,3 +99,5 @@ def test_serve_bad_input_is_exit_2_before_listening(capsys):
     assert "no such file" in capsys.readouterr().err
     assert main(["serve", str(SAMPLES / "seed.py"), "--port", "70000"]) == 2
     assert "--port 70000" in capsys.readouterr().err
+    assert main(["serve", str(SAMPLES / "seed.py"), "--against", "b.jsonl"]) == 2
+    assert "--against compares two trace files" in capsys.readouterr().err

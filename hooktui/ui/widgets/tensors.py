@@ -127,7 +127,8 @@ class TensorsPane(Vertical):
         return self.query_one(DataTable)
 
     def columns_for(self, event: Event) -> list[str]:
-        columns = ["tensor", "shape", "stats", "vs B", "B", "histogram"] if self.against is not None else ["tensor", "shape", "stats", "histogram"]
+        # With `--against`, how the tensor compares comes before the long statistics: seen at 80 columns.
+        columns = ["tensor", "shape", "vs B", "stats", "B", "histogram"] if self.against is not None else ["tensor", "shape", "stats", "histogram"]
         present = [t for t in event.tensors if not t.is_missing]
         for key in ("dtype", "device"):
             if len({getattr(t, key) for t in present}) > 1:
