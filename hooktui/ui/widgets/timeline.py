@@ -109,9 +109,13 @@ class Timeline(ScrollView, can_focus=True):
         Binding("end", "edge(1)", "Last", show=False),
     ]
 
-    def __init__(self, history: History, module_width: int = 20, hidden: set[str] | None = None, **kwargs) -> None:
+    def __init__(
+        self, history: History, module_width: int = 20, hidden: set[str] | None = None, marks: dict[int, str] | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.history = history
+        # Flags by position beside NaN/Inf (`view --against`: where the runs differ).
+        self.marks: dict[int, str] = marks or {}
         self.module_width = max(6, min(module_width, 28))
         self.filter_text = ""
         self.hidden: set[str] = set(hidden or ())  # hook kinds left out (legacy_backward when off)
@@ -339,11 +343,12 @@ class Timeline(ScrollView, can_focus=True):
         segments = [Segment(s.text, row_style + s.style if s.style else row_style) for s in text.render(self.app.console)]
         return Strip(segments, self._line_width).extend_cell_length(self._line_width, row_style)
 
-    def _flag_cell(self, event: Event, selected: bool) -> tuple[str, Style | None]:
+    def _flag_cell(self, event: Event, selected: bool, position: int) -> tuple[str, Style | None]:
         flag = nonfinite(event)
-        if not flag:
+        text = f"{flag}!" if flag else self.marks.get(position, "")
+        if not text:
             return "", None
-        return f"{flag}!", None if selected else self.get_component_rich_style("timeline--error", partial=True)
+        return text, None if selected else self.get_component_rich_style("timeline--error", partial=True)
 
     def _header(self) -> Strip:
         style = self.get_component_rich_style("timeline--header")
@@ -375,7 +380,7 @@ class Timeline(ScrollView, can_focus=True):
                 "hook": (hook_label(event.hook), hook_style),
                 "module": (module_label(event.module), None),
                 "call": (str(event.call), dim),
-                "flag": self._flag_cell(event, selected),
+                "flag": self._flag_cell(event, selected, position),
                 "shape": (main_shape(event), None),
                 "node": (node_cell(event), dim),
             },
