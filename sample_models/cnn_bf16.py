@@ -5,10 +5,16 @@
     hooktui diff fp32.jsonl bf16.jsonl --rtol 0.02 --atol 1e-3
 """
 
+import importlib.util
+from pathlib import Path
+
 import torch
-from cnn import build_model as build_float32
-from cnn import example_inputs as float32_inputs
-from cnn import loss_fn  # noqa: F401 (the model file's loss_fn)
+
+# cnn.py beside this file, whichever way this one was loaded (hooktui, a test, an import).
+_spec = importlib.util.spec_from_file_location("sample_cnn_float32", Path(__file__).with_name("cnn.py"))
+_cnn = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_cnn)
+build_float32, float32_inputs, loss_fn = _cnn.build_model, _cnn.example_inputs, _cnn.loss_fn
 
 
 def build_model():
