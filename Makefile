@@ -32,6 +32,8 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/app_memory.py
+	$(BIN)/python benchmarks/ui_step.py
 	$(BIN)/python benchmarks/hunt.py
 	$(BIN)/python benchmarks/guard.py
 

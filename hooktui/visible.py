@@ -17,7 +17,7 @@ import dataclasses
 import re
 from typing import Any
 
-from .engine.records import Event, TraceInfo
+from .engine.records import Event, LazyTensorRecord, TraceInfo
 
 # C0 controls, DEL and C1 controls; bidi marks, embeddings, overrides and isolates; the
 # Unicode line and paragraph separators.
@@ -65,7 +65,9 @@ def _event_strings(event: Event) -> list[str]:
     out = [event.phase, event.hook, event.module, event.module_type, event.grad_fn or "", *event.notes]
     for t in event.tensors:
         out += (t.name, t.dtype or "", t.device or "", t.grad_fn or "", t.target or "", t.missing or "", t.note or "")
-        if t.stats is not None:
+        # A live record's summary is not computed for this: its only text (`of`) is
+        # hooktui's own word.
+        if not isinstance(t, LazyTensorRecord) and t.stats is not None:
             out.append(t.stats.of)
     if event.source is not None:
         out += (event.source.filename, event.source.function, event.source.line)
@@ -75,6 +77,12 @@ def _event_strings(event: Event) -> list[str]:
         call, hook = event.user_hook, event.user_hook.hook
         out += (call.returned, call.error or "", *call.changes, hook.kind, hook.owner, hook.function)
         out += (hook.filename or "", hook.module or "", hook.registered_at or "", *hook.flags)
+    names = getattr(event.node, "names", None)
+    if names is not None:
+        # A live record not built yet: its node names are its only text (saved keys and
+        # values are PyTorch's attribute names and hooktui's own words).
+        out += names()
+        return out
     stack = [event.node]
     while stack:
         node = stack.pop()

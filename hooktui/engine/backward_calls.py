@@ -54,11 +54,13 @@ def _wrap(kind: str, original: Callable) -> Callable:
         if tracer is None:
             return original(*args, **kwargs)
         roots = kwargs.get("tensors" if kind == "backward" else "outputs", args[0] if args else None)
-        # create_graph's place: backward(tensors, grad_tensors, retain_graph, create_graph),
+        # Their places: backward(tensors, grad_tensors, retain_graph, create_graph),
         # grad(outputs, inputs, grad_outputs, retain_graph, create_graph).
         position = 3 if kind == "backward" else 4
         create_graph = kwargs.get("create_graph", args[position] if len(args) > position else False)
-        with tracer.backward_pass(_tensors(roots), kind, bool(create_graph)):
+        retain_graph = kwargs.get("retain_graph", args[position - 1] if len(args) > position - 1 else None)
+        keep_graph = bool(create_graph) if retain_graph is None else bool(retain_graph)
+        with tracer.backward_pass(_tensors(roots), kind, bool(create_graph), keep_graph):
             return original(*args, **kwargs)
 
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]

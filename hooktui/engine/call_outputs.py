@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from torch.autograd.graph import get_gradient_edge
 
-from .naming import named_tensors
+from .naming import indexed, named_tensors
 from .nodes import seq_of
 
 
-@dataclass
+@dataclass(slots=True)
 class OutputSlot:
     """One entry of the call's grad_output: a PyTorch slot, or an extra."""
 
@@ -70,8 +70,8 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
     changed = False
     fires = False
     for i, item in enumerate(items):
-        target = f"output[{i}]" if is_tuple else "output"
-        name = f"grad_output[{i}]"
+        target = indexed("output", i) if is_tuple else "output"
+        name = indexed("grad_output", i)
         if isinstance(item, torch.Tensor):
             if not item.requires_grad:
                 slots.append(OutputSlot(name, target, missing="this output does not require grad"))

@@ -44,7 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -53,15 +53,15 @@ from torch.autograd.graph import get_gradient_edge
 from . import backward_calls, hunt, nodes, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
-from .naming import call_tensors, named_tensors
+from .naming import call_tensors, indexed, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
-from .records import Event, SourceLocation, TensorRecord
+from .records import NO_NOTES, Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveFiring:
     """The live objects of the firing the worker is paused in."""
 
@@ -75,8 +75,7 @@ class LiveFiring:
     scope: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class InputMeta:
+class InputMeta(NamedTuple):
     """What the engine keeps of a positional tensor input (not the tensor itself)."""
 
     shape: tuple[int, ...]
@@ -85,7 +84,7 @@ class InputMeta:
     requires_grad: bool
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     """One call of one module, from its forward pre-hook to its last backward firing."""
 
@@ -117,7 +116,7 @@ class _Call:
         return [(k, s.edge[0], s.edge[1]) for k, s in enumerate(self.slots) if s.edge is not None]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pass:
     """One call's backward firings in one backward pass."""
 
@@ -132,7 +131,7 @@ class _Pass:
     after_hooks: dict[int, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Backward:
     """One running backward (the main one, or one nested in it or in forward)."""
 
@@ -161,8 +160,9 @@ class Tracer:
         self.emit = emit
         self.options = options
         self.phase = "forward"
-        self._names = {id(m): name for name, m in model.named_modules()}
         self._modules = {name: m for name, m in model.named_modules()}
+        # id(module) -> (name, type name): what every firing of the module repeats.
+        self._module_facts = {id(m): (name, type(m).__name__) for name, m in model.named_modules()}
         self.param_names = {id(p): name for name, p in model.named_parameters()}
         self._legacy = LegacyHooks(self) if legacy else None
         self._param_grads = ParamGradHooks(self) if param_grads else None
@@ -193,8 +193,12 @@ class Tracer:
     def install(self) -> None:
         # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
         # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
-        pre_hook = torch.compiler.disable(self._unwatched(self._pre_hook))
-        post_hook = torch.compiler.disable(self._unwatched(self._post_hook))
+        # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
+        # has imported it already (torch.compile does, as the model is built).
+        compiled = "torch._dynamo" in sys.modules
+        pre_hook, post_hook = self._unwatched(self._pre_hook), self._unwatched(self._post_hook)
+        if compiled:
+            pre_hook, post_hook = torch.compiler.disable(pre_hook), torch.compiler.disable(post_hook)
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
@@ -225,6 +229,9 @@ class Tracer:
         self._stacks.clear()
         self._calls.clear()
         self._backwards.clear()
+        # The tracer's helpers point back at it (a cycle only the collector frees): drop
+        # the session (and its trace) from it, so they are freed as soon as they are dropped.
+        self.emit = _after_the_run
 
     def next_index(self) -> int:
         index = self._next_index
@@ -233,21 +240,22 @@ class Tracer:
 
     # -- forward -----------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
-        name = self._names[id(module)]
+        name, type_name = self._module_facts[id(module)]
         call = _Call(
             module=module,
             name=name,
-            type=type(module).__name__,
+            type=type_name,
             index=self._counts[name],
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
-            inputs={i: InputMeta(tuple(a.shape), a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
         )
         self._counts[name] += 1
         self._stacks[id(module)].append(call)
 
         tensors = call_tensors(args, kwargs)
-        records = [self.describe(n, t) for n, t in tensors]
+        describe = self.describe
+        records = [describe(n, t) for n, t in tensors]
         notes = _creation_notes(tensors, records) if self.hunting else None
         self.fire_call(call, "forward_pre", records, dict(tensors), node=None, notes=notes, scope={"args": args, "kwargs": kwargs})
 
@@ -255,15 +263,15 @@ class Tracer:
             return None
         for i, arg in enumerate(args):
             if isinstance(arg, torch.Tensor) and arg.requires_grad:
-                edge = get_gradient_edge(arg)
-                first = next((j for j, e in call.input_edges.items() if e[0] is edge.node and e[1] == edge.output_nr), None)
+                edge = _edge(arg)
+                first = next((j for j, e in call.input_edges.items() if e[0] is edge[0] and e[1] == edge[1]), None)
                 if first is not None:
                     # Node hooks cannot tell the uses of one tensor apart: its whole
                     # gradient through this call goes to the first occurrence.
                     call.duplicates[i] = first
                     continue
-                call.input_edges[i] = (edge.node, edge.output_nr)
-        new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges)
+                call.input_edges[i] = edge
+        new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
         call.in_key = (call.seq_start, next(self._tick))
@@ -281,11 +289,12 @@ class Tracer:
                 self.failed_call = (call.name, call.type, call.index, call.source)
             return None
 
-        outputs = list(named_tensors(output, "output"))
-        first_node = next((t.grad_fn for _, t in outputs if t.grad_fn is not None), None)
+        outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
+        first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
-        records = [self.describe(n, t) for n, t in tensors]
+        describe = self.describe
+        records = [describe(n, t) for n, t in tensors]
         notes = _creation_notes(tensors, records) if self.hunting else None
         call.forward_index = self.fire_call(call, "forward", records, dict(tensors), node=first_node, notes=notes,
                                             scope={"args": args, "kwargs": kwargs, "output": output})
@@ -304,8 +313,9 @@ class Tracer:
 
     # -- backward: where the watches go --------------------------------------------
     @contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False):
-        """Around one torch.autograd.backward / grad call (backward_calls.py)."""
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
+        """Around one torch.autograd.backward / grad call (backward_calls.py). `keep_graph`:
+        retain_graph (None: as PyTorch, create_graph)."""
         note = None
         if self.phase == "forward":
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
@@ -318,16 +328,18 @@ class Tracer:
         current = _Backward(kind)
         self._backwards.append(current)
         start = torch._C._autograd._get_sequence_nr()
+        nodes.backward_started()
         try:
-            self._place_watches(roots, note)
+            self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
             yield
             self._release(None)
         finally:
+            nodes.backward_ended()
             self._backwards.remove(current)
             if create_graph:
                 self._double_backward.append((start, torch._C._autograd._get_sequence_nr()))
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -349,8 +361,18 @@ class Tracer:
                     graph.append(nxt)
         for call in self._calls:
             self._watch_call(_Pass(call, note), consumers, seen)
+        release = self._release
+
+        def starting(_grads, n) -> None:
+            nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
+            release(_seq(n))
+
         for node in graph:
-            self._node_hooks.handles.append(node.register_prehook(lambda _grads, n=node: self._release(_seq(n))))
+            if keep_graph:
+                hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
+            else:
+                hook = lambda grads, n=node: starting(grads, n)  # noqa: E731
+            self._node_hooks.handles.append(node.register_prehook(hook))
         if self.hunting:
             self._node_watch.watch(graph)
 
@@ -471,7 +493,7 @@ class Tracer:
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
         for i in range(call.n_args):
-            name, target = f"grad_input[{i}]", f"args[{i}]"
+            name, target = indexed("grad_input", i), indexed("args", i)
             meta = call.inputs.get(i)
             grad = grads[i] if i < len(grads) else None
             if meta is None:
@@ -588,23 +610,40 @@ class Tracer:
     def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
                    scope: dict | None = None) -> int:
+        name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+        index = self._next_index
+        self._next_index = index + 1
         event = Event(
-            index=self.next_index(),
+            index=index,
             phase=self.phase,
             hook=hook,
-            module=self._names.get(id(module), ""),
-            module_type=type(module).__name__,
+            module=name,
+            module_type=type_name,
             call=call,
-            grad_fn=nodes.node_name(node),
+            grad_fn=None if node is None else nodes.node_name(node),
             tensors=tensors,
             source=source,
-            node=nodes.describe_node(node),
+            node=None if node is None else nodes.describe_node(node),
             forward_index=forward_index,
-            notes=notes or [],
+            notes=notes or NO_NOTES,
         )
         self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state, scope=scope))
         return event.index
 
+
+
+def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
+    """The gradient edge (node, output_nr) of a tensor that requires grad: get_gradient_edge
+    without its cost for the common case, a tensor made by an op."""
+    node = tensor.grad_fn
+    if node is not None:
+        return node, tensor.output_nr
+    edge = get_gradient_edge(tensor)
+    return edge.node, edge.output_nr
+
+
+def _after_the_run(_event: Event, _live: LiveFiring) -> None:
+    """A hook left on a tensor of the run (user_hooks.py) firing after it ended: not recorded."""
 
 
 def _kwargs_apart_from_args(kwargs: dict, input_edges: dict[int, tuple[Any, int]]) -> dict | None:

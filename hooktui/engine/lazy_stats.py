@@ -13,11 +13,12 @@ the run pauses or ends, when one of them is read, or when too much is pending.
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import weakref
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -33,7 +34,7 @@ host_transfers = 0
 # Bytes of host snapshots and value blocks kept per run (per thread outside runs). Past it, the oldest
 # summaries are resolved and their value blocks dropped (their stats stay): memory stays
 # bounded however long the run, and recent firings keep their values.
-SNAPSHOT_BUDGET_BYTES = 64 << 20
+SNAPSHOT_BUDGET_BYTES = 32 << 20
 
 _resolve_lock = threading.Lock()
 
@@ -42,9 +43,10 @@ def empty_stats() -> TensorStats:
     return TensorStats(count=0)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Head:
-    """What is known about a summarised tensor before any value is read."""
+    """What is known about a summarised tensor before any value is read (shared by
+    every snapshot of tensors of one shape and dtype: never modified)."""
 
     count: int
     of: str
@@ -53,64 +55,115 @@ class Head:
     wide: bool  # values need float64 to stay exact
     shape: list[int]
     block_shape: list[int] | None
-    # The leading block's copy; WHOLE when the snapshot holds the whole tensor.
-    block: object = field(default=None)
 
 
+# A snapshot's `block` when the snapshot holds the whole tensor (the block is cut out of it).
 WHOLE = object()
 
 
-class Ready:
+class _Summary:
+    """What a record reads from its summary. Once computed, a summary is kept compact:
+    the statistics packed in bytes (`pack_stats`) and the value block as bytes, neither
+    of them a Python object the garbage collector has to visit; a TensorStats and the
+    list of values are rebuilt on each read (a few microseconds)."""
+
+    __slots__ = ()
+
+    def _compact(self) -> tuple:
+        """(packed stats, value block bytes or None, float64 block?, block shape or None)."""
+        raise NotImplementedError
+
+    def read_stats(self) -> TensorStats:
+        return unpack_stats(self._compact()[0])
+
+    def read_values(self) -> list[float] | None:
+        _, block, wide, _ = self._compact()
+        return None if block is None else np.frombuffer(block, dtype=np.float64 if wide else np.float32).tolist()
+
+    def read_values_shape(self) -> list[int] | None:
+        return self._compact()[3]
+
+    def resolve(self) -> tuple:
+        """(TensorStats, values or None, values_shape or None)."""
+        return self.read_stats(), self.read_values(), self.read_values_shape()
+
+
+class Ready(_Summary):
     """A summary with nothing left to compute (an empty tensor)."""
 
     __slots__ = ("_result",)
 
     def __init__(self, stats: TensorStats, values: list | None, values_shape: list[int] | None) -> None:
-        self._result = (stats, None if values is None else array("d", values), values_shape)
+        block = None if values is None else np.asarray(values, dtype=np.float64).tobytes()
+        self._result = (pack_stats(stats), block, True, values_shape)
 
-    def resolve(self):
+    def _compact(self) -> tuple:
         return self._result
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
-        stats = self._result[0]
-        return (stats.nan, stats.posinf, stats.neginf)
+        return _counts_of(self._result[0])
 
 
-class HostSnapshot:
+class HostSnapshot(_Summary):
     """A CPU snapshot: the exact non-finite counts, and either the values themselves
-    (`values`, small tensors) or exact moments and a sample of the finite values."""
+    (`values`, small tensors) or exact moments and a sample of the finite values.
 
-    __slots__ = ("head", "counts", "values", "moments", "sample", "_result", "__weakref__")
+    `counts` None: `values` is a private copy of the whole tensor and the counts are
+    taken from it when first asked for (exactly what they were at the firing)."""
 
-    def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None) -> None:
-        self.head, self.counts, self.values, self.moments, self.sample = head, counts, values, moments, sample
+    __slots__ = ("head", "counts", "values", "moments", "sample", "block", "_result", "__weakref__")
+
+    def __init__(self, head: Head, counts, values: torch.Tensor | None, moments=None, sample: torch.Tensor | None = None,
+                 block=None, nbytes: int | None = None) -> None:
+        self.head, self.counts, self.values, self.moments, self.sample, self.block = head, counts, values, moments, sample, block
         self._result = None
-        _current_budget().add(self, sum(_nbytes(t) for t in (values, sample, head.block)))
+        if nbytes is None:
+            nbytes = _nbytes(values) + _nbytes(sample) + _nbytes(block)
+        _current_budget().add(self, nbytes)
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
-        stats = self.resolve()[0]
+        self._compact()
         with _resolve_lock:
-            self._result = (stats, None, None)
+            self.block = None
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
-        return self.counts
+        counts = self.counts
+        if counts is None:
+            with _resolve_lock:
+                counts = self.counts
+                if counts is None:
+                    result = self._result
+                    counts = self.counts = count_nonfinite(self.values) if result is None else _counts_of(result)
+        return counts
 
-    def resolve(self):
+    def _compact(self) -> tuple:
+        # Once resolved: `_result` the packed statistics, `block` the value block's bytes
+        # (None when dropped); no tuple kept for them.
+        if self._result is None:
+            self._resolve()
+        block = self.block
+        head = self.head
+        return self._result, block, head.wide, None if block is None else head.block_shape
+
+    def _resolve(self) -> None:
+        if self.counts is None:
+            self.nonfinite_counts()
         with _resolve_lock:
             if self._result is None:
                 head = self.head
                 if self.values is not None:
                     values = _np(self.values)
-                    block = head.block
+                    block = self.block
                     if block is WHOLE:
                         block = _cut(values.reshape(head.shape), head.block_shape)
                     result = finish(head, self.counts, None, values, True, block)
                 else:
-                    result = finish(head, self.counts, self.moments, _np(self.sample), False, head.block)
-                self._result = result
-                self.values = self.sample = head.block = None
-            return self._result
+                    result = finish(head, self.counts, self.moments, _np(self.sample), False, self.block)
+                packed, block, _, _ = _compacted(result, head.wide)
+                self.values = self.sample = self.moments = None
+                self.block = block
+                self._result = packed
 
 
 class _Budget:
@@ -150,14 +203,34 @@ def start_run() -> None:
     _local.budget = _Budget()
 
 
+def end_run() -> None:
+    """The run on this thread ended: nothing more is added to its budget (let go of its
+    list of snapshots; snapshots taken later get a new budget)."""
+    _local.budget = None
+
+
 def _nbytes(t) -> int:
     return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
 
 
-class DeviceSnapshot:
+_NO_NONFINITE = (0, 0, 0)
+
+
+def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
+    """(NaN, +Inf, -Inf) in `t`, exact. A finite sum proves there are none (a finite
+    tensor whose sum overflows takes the slow path)."""
+    if not t.is_floating_point():
+        return _NO_NONFINITE
+    total = (t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum()).item()
+    if math.isfinite(total):
+        return _NO_NONFINITE
+    return (int(torch.isnan(t).sum()), int(torch.isposinf(t).sum()), int(torch.isneginf(t).sum()))
+
+
+class DeviceSnapshot(_Summary):
     """A snapshot whose numbers are still device tensors; see `take`."""
 
-    __slots__ = ("head", "vec", "sample", "sample_is_all", "batch", "_host", "_result")
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
 
     @classmethod
     def take(cls, head: Head, flat: torch.Tensor, work: torch.Tensor, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
@@ -182,14 +255,14 @@ class DeviceSnapshot:
         self.vec = torch.stack([n_finite, lo, hi, scale, mean, (safe * safe).sum(), var] + [c.double() for c in counts])
         self.sample_is_all = wd.numel() <= sample_size
         self.sample = (wd if self.sample_is_all else wd[:: math.ceil(wd.numel() / sample_size)]).clone()
-        head.block = None if block is None else block.clone()
+        self.block = None if block is None else block.clone()
         self.head, self._host, self._result = head, None, None
         self.batch = _batch()
         self.batch.add(self)
         return self
 
     def elements(self) -> int:
-        block = self.head.block
+        block = self.block
         return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
@@ -197,7 +270,9 @@ class DeviceSnapshot:
         nan, posinf, neginf = self._host[0][7:10]
         return (int(nan), int(posinf), int(neginf))
 
-    def resolve(self):
+    def _compact(self) -> tuple:
+        if self._result is not None:
+            return self._result
         self.batch.flush()
         with _resolve_lock:
             if self._result is None:
@@ -208,7 +283,7 @@ class DeviceSnapshot:
                     std = math.sqrt(var) * scale if n_finite > 1 else None
                     moments = (int(n_finite), lo, hi, mean * scale, std, math.sqrt(sumsq) * scale)
                 counts = (int(nan), int(posinf), int(neginf))
-                self._result = finish(self.head, counts, moments, sample, self.sample_is_all, block)
+                self._result = _compacted(finish(self.head, counts, moments, sample, self.sample_is_all, block), self.head.wide)
                 self._host = None
             return self._result
 
@@ -242,18 +317,18 @@ class _Batch:
                 return
             parts = []
             for m in members:
-                parts += [m.vec, m.sample] + ([m.head.block.reshape(-1).double()] if m.head.block is not None else [])
+                parts += [m.vec, m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
             host = torch.cat(parts).cpu().numpy()
             host_transfers += 1
             at = 0
             for m in members:
                 pieces = []
-                for n in (m.vec.numel(), m.sample.numel(), 0 if m.head.block is None else m.head.block.numel()):
+                for n in (m.vec.numel(), m.sample.numel(), 0 if m.block is None else m.block.numel()):
                     pieces.append(host[at : at + n])
                     at += n
                 vec, sample, block = pieces
-                m._host = (vec, sample, block if m.head.block is not None else None)
-                m.vec = m.sample = m.head.block = None
+                m._host = (vec, sample, block if m.block is not None else None)
+                m.vec = m.sample = m.block = None
 
 
 _local = threading.local()
@@ -271,6 +346,49 @@ def flush_pending() -> None:
     batch = getattr(_local, "batch", None)
     if batch is not None:
         batch.flush()
+
+
+def _compacted(result: tuple, wide: bool) -> tuple:
+    stats, values, values_shape = result
+    return pack_stats(stats), None if values is None else values.tobytes(), wide, values_shape
+
+
+def _counts_of(packed: bytes) -> tuple[int, int, int]:
+    nan, posinf, neginf = _FIXED.unpack_from(packed)[8:11]
+    return int(nan), int(posinf), int(neginf)
+
+
+# TensorStats as bytes: the fixed fields (None as NaN: never a statistic of finite
+# values), the histogram range, then the histogram's counts.
+_FIXED = struct.Struct("<19d")
+_NONE = math.nan
+
+
+def pack_stats(s: TensorStats) -> bytes:
+    lo, hi = s.hist_range if s.hist_range is not None else (_NONE, _NONE)
+    fixed = _FIXED.pack(
+        s.count, s.finite, *(_NONE if v is None else v for v in (s.min, s.max, s.mean, s.std, s.absmax, s.norm)),
+        s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled,
+        lo, hi,
+    )
+    return fixed + struct.pack(f"<{len(s.hist)}I", *s.hist)  # at most 2^20 values are binned
+
+
+def unpack_stats(packed: bytes) -> TensorStats:
+    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
+     hist_sampled, range_lo, range_hi) = _FIXED.unpack_from(packed)
+    hist = list(struct.unpack_from(f"<{(len(packed) - _FIXED.size) // 4}I", packed, _FIXED.size))
+    none = _none
+    return TensorStats(
+        count=int(count), finite=int(finite), min=none(lo), max=none(hi), mean=none(mean), std=none(std),
+        absmax=none(absmax), norm=none(norm), nan=int(nan), posinf=int(posinf), neginf=int(neginf), zeros=int(zeros),
+        nonfinite=int(nonfinite), hist=hist, hist_range=None if range_lo != range_lo else [range_lo, range_hi],
+        approx=bool(approx), sampled=int(sampled), of="abs" if is_abs else "values", hist_sampled=int(hist_sampled),
+    )
+
+
+def _none(value: float) -> float | None:
+    return None if value != value else value
 
 
 def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool, block) -> tuple:

@@ -32,10 +32,31 @@ def named_tensors(value: Any, prefix: str, depth: int = 0) -> Iterator[tuple[str
             yield from named_tensors(getattr(value, f.name, None), f"{prefix}.{f.name}", depth + 1)
 
 
+# "args[0]", "grad_input[1]", ...: one string each, shared by every record that names it.
+_INDEXED: dict[tuple[str, int], str] = {}
+
+
+def indexed(prefix: str, i: int) -> str:
+    """f"{prefix}[{i}]", the same string object every time."""
+    name = _INDEXED.get((prefix, i))
+    if name is None:
+        name = f"{prefix}[{i}]"
+        if len(_INDEXED) < 4096:
+            _INDEXED[(prefix, i)] = name
+    return name
+
+
+def arg_name(i: int) -> str:
+    return indexed("args", i)
+
+
 def call_tensors(args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str, torch.Tensor]]:
     tensors = []
     for i, arg in enumerate(args):
-        tensors.extend(named_tensors(arg, f"args[{i}]"))
+        if isinstance(arg, torch.Tensor):  # the common case, without a generator
+            tensors.append((arg_name(i), arg))
+        else:
+            tensors.extend(named_tensors(arg, arg_name(i)))
     for key, value in kwargs.items():
         tensors.extend(named_tensors(value, f"kwargs[{key!r}]"))
     return tensors

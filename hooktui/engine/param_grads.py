@@ -13,6 +13,7 @@ from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
 from .records import SourceLocation
+from .source import definition_location
 
 
 class ParamGradHooks:
@@ -20,6 +21,9 @@ class ParamGradHooks:
         self.tracer = tracer
         self._handles: list = []
         self._hooked: set[int] = set()
+        # id(param) -> (param, its AccumulateGrad node): found once (get_gradient_edge
+        # makes a view to reach it).
+        self._nodes: dict[int, tuple] = {}
         # While hunting a non-finite value: records of the .grad a parameter already held,
         # non-finite, when a backward started (its own firing shows it beside the new one).
         self._bad_before: dict[int, object] = {}
@@ -31,8 +35,9 @@ class ParamGradHooks:
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 owner, _, short = qualified.rpartition(".")
+                name = f"{short}.grad"  # one string for every firing of this parameter
                 self._handles.append(
-                    param.register_post_accumulate_grad_hook(lambda p, o=owner, s=short, q=qualified: self._fire(p, o, s, q))
+                    param.register_post_accumulate_grad_hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q))
                 )
 
     def note_bad_grads(self, model: nn.Module) -> None:
@@ -53,27 +58,30 @@ class ParamGradHooks:
             handle.remove()
         self._handles.clear()
         self._hooked.clear()
+        self._nodes.clear()
         self._bad_before.clear()
 
-    def _fire(self, param: torch.Tensor, owner: str, short: str, qualified: str) -> None:
+    def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
         calls = tracer.call_count(owner)
         module = tracer.module_named(owner)
         notes = []
         if calls > 1:
             notes.append(f"accumulated over the {calls} calls of this module in this forward")
-        name = f"{short}.grad"
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
         before = self._bad_before.pop(id(param), None)
         if before is not None:
             tensors.append(before)
+        cached = self._nodes.get(id(param))
+        if cached is None or cached[0] is not param:
+            cached = self._nodes[id(param)] = (param, get_gradient_edge(param).node)
         tracer.fire_event(
             hook="param_grad",
             module=module,
             call=max(calls - 1, 0),
             tensors=tensors,
             live={name: param.grad},
-            node=get_gradient_edge(param).node,
+            node=cached[1],
             source=_definition(module),
             forward_index=tracer.last_forward_index(owner),
             notes=notes,
@@ -81,6 +89,4 @@ class ParamGradHooks:
 
 
 def _definition(module: nn.Module) -> SourceLocation | None:
-    from .source import definition_location
-
     return definition_location(type(module))

@@ -96,41 +96,35 @@ class TensorRecord:
         return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(TensorRecord))
 
 
-_LAZY_FIELDS = frozenset(("stats", "values", "values_shape"))
-
-
 class LazyTensorRecord(TensorRecord):
     """A TensorRecord whose stats and value block are computed on first access.
 
     The engine builds it with the cheap, exact facts filled in and `_summary`, an object
-    whose `resolve()` returns `(stats, values, values_shape)` from a snapshot taken at
-    firing time (engine/lazy_stats.py). Unset slots make attribute lookup fall through
-    to `__getattr__`. `values` is rebuilt as a list on each read from a compact buffer
-    (a list of 1,024 Python floats costs ~32 KB; the buffer 4-8 KB).
+    that computes the statistics and value block from a snapshot taken at firing time
+    (engine/lazy_stats.py) and keeps them compact. `stats`, `values` and `values_shape`
+    are left unset, so every read falls through to `__getattr__` and rebuilds them from
+    that compact form: a new TensorStats and a new list each time (a TensorStats with its
+    lists costs ~1 KB and three objects for the garbage collector to visit; packed, ~300
+    bytes and none).
     """
 
     __slots__ = ("_summary",)
 
     @property
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
-        try:
-            stats = object.__getattribute__(self, "stats")
-        except AttributeError:
-            return self._summary.nonfinite_counts()
-        return None if stats is None else (stats.nan, stats.posinf, stats.neginf)
+        return self._summary.nonfinite_counts()
 
     def __getattr__(self, name: str):
-        if name not in _LAZY_FIELDS:
-            raise AttributeError(name)
-        stats, values, values_shape = self._summary.resolve()
-        self.stats = stats
-        self.values_shape = values_shape
-        if values is None:
-            self.values = None
-        return values.tolist() if name == "values" and values is not None else getattr(self, name)
+        if name == "stats":
+            return self._summary.read_stats()
+        if name == "values":
+            return self._summary.read_values()
+        if name == "values_shape":
+            return self._summary.read_values_shape()
+        raise AttributeError(name)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NodeRecord:
     """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
 
@@ -139,6 +133,15 @@ class NodeRecord:
     next: list[NodeRecord | None] = field(default_factory=list)
     saved: dict[str, list[int] | str] = field(default_factory=dict)
     truncated: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        # By field values, so a lazily built record (engine/nodes.py) equals its plain twin.
+        if not isinstance(other, NodeRecord):
+            return NotImplemented
+        return self is other or (
+            self.name == other.name and self.seq_nr == other.seq_nr and self.truncated == other.truncated
+            and self.saved == other.saved and self.next == other.next
+        )
 
 
 @dataclass
@@ -154,6 +157,20 @@ class ErrorRecord:
     type: str
     message: str
     traceback: str
+
+
+class _FrozenList(list):
+    """An empty list that cannot be filled: the notes of every firing that has none."""
+
+    def _refuse(self, *_args, **_kwargs):
+        raise TypeError("NO_NOTES is shared by every record without notes: build a new list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = __setitem__ = __delitem__ = _refuse
+    __iadd__ = __imul__ = _refuse
+
+
+# Shared by every Event without notes (most of them), instead of an empty list each.
+NO_NOTES: list[str] = _FrozenList()
 
 
 @dataclass(slots=True)
@@ -179,7 +196,9 @@ class Event:
     user_hook: UserHookCall | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["notes"] = list(self.notes)  # a plain list, also for NO_NOTES
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
+from torch.utils._pytree import tree_map_only
 
 from . import hunt, lazy_stats, nodes, stats
 from .breakpoints import Breakpoint
@@ -72,6 +73,15 @@ def describe_modules(model: nn.Module) -> list[ModuleInfo]:
         )
         for name, m in model.named_modules()
     ]
+
+
+def _detached(output: Any) -> Any:
+    """The output with every tensor detached (same values, same storage): kept after the
+    run, it must not hold the autograd graph (its nodes, hooks and saved tensors)."""
+    try:
+        return tree_map_only(torch.Tensor, torch.Tensor.detach, output)
+    except Exception:  # an output type pytree cannot take apart: kept as it is
+        return output
 
 
 def has_lazy_params(model: nn.Module) -> bool:
@@ -201,6 +211,9 @@ class Session:
         lazy = has_lazy_params(self.model)
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
         lazy_stats.start_run()
+        # Everything that exists now lives on: out of the collector's way for the run
+        # (unfrozen when it ends), so that a full collection walks only what the run made.
+        gc.freeze()
         self._set_state("running")
         final = "finished"
         try:
@@ -227,7 +240,9 @@ class Session:
         finally:
             self._stop_creation_lines()
             self.current = None
+            self._tracer = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
+            lazy_stats.end_run()
             nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
         self._set_state(final)
@@ -245,13 +260,13 @@ class Session:
         """Run the forward and compute the loss (hooktui's way or the user's step)."""
         if self.user_step is not None:
             loss = self.user_step()  # the forward and the loss, in the user's code
-            self.trace.output = loss
+            self.trace.output = _detached(loss)
             tracer.phase = "backward"
             self.trace.error_in_loss = True
             loss = self._checked_loss(loss, "the step must return the loss tensor")
         else:
             output = self._run_model_forward()
-            self.trace.output = output
+            self.trace.output = _detached(output)  # a tensor with grad would hold the whole graph
             tracer.phase = "backward"
             self.trace.error_in_loss = True
             loss = default_loss(output) if self.loss_fn is None else self.loss_fn(output)

@@ -51,5 +51,18 @@ def definition_location(module_type: type) -> SourceLocation | None:
     return _location(filename, lineno, f"{module_type.__name__}.forward")
 
 
+# One record per call site, shared by every firing made there (records are never modified).
+_LOCATIONS: dict[tuple[str, int, str], SourceLocation] = {}
+_LOCATIONS_MAX = 1 << 14
+
+
 def _location(filename: str, lineno: int, function: str) -> SourceLocation:
-    return SourceLocation(filename=filename, lineno=lineno, function=function, line=linecache.getline(filename, lineno).strip())
+    key = (filename, lineno, function)
+    location = _LOCATIONS.get(key)
+    if location is None:
+        if len(_LOCATIONS) >= _LOCATIONS_MAX:
+            _LOCATIONS.clear()
+        location = _LOCATIONS[key] = SourceLocation(
+            filename=filename, lineno=lineno, function=function, line=linecache.getline(filename, lineno).strip()
+        )
+    return location

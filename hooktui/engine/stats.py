@@ -55,12 +55,61 @@ class StatsOptions:
     defer_host: bool = False
 
 
+class _Kind:
+    """What every tensor of one shape, dtype, device and layout has in common, worked
+    out once: the strings and shape list records share (interned: a run's records
+    hold one copy of each), and the Head of its snapshots for each set of options."""
+
+    __slots__ = ("shape", "dtype", "device", "numel", "strided", "wide", "nbytes", "heads")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.shape = list(tensor.shape)
+        self.dtype = _dtype_name(tensor.dtype)
+        self.device = _intern(str(tensor.device))
+        self.numel = tensor.numel()
+        self.strided = tensor.layout == torch.strided and tensor.device.type != "meta"
+        self.wide = tensor.dtype in _WIDE
+        self.nbytes = self.numel * tensor.element_size()
+        self.heads: dict[tuple, lazy_stats.Head] = {}
+
+    def small_head(self, options: StatsOptions) -> lazy_stats.Head:
+        """The Head of a snapshot that copies the whole tensor."""
+        key = (options.max_values, options.keep_values)
+        head = self.heads.get(key)
+        if head is None:
+            block_shape = leading_block_shape(self.shape, options.max_values) if options.keep_values else None
+            head = self.heads[key] = lazy_stats.Head(count=self.numel, of="values", approx=False, sampled=self.numel,
+                                                     wide=self.wide, shape=self.shape, block_shape=block_shape)
+        return head
+
+
+# (shape, dtype, device, layout) -> _Kind; a model has a few dozen of them.
+_KINDS: dict[tuple, _Kind] = {}
+_KINDS_MAX = 4096
+_STRINGS: dict[str, str] = {}
+
+
+def _intern(text: str) -> str:
+    return _STRINGS.setdefault(text, text)
+
+
+def _kind(tensor: torch.Tensor) -> _Kind:
+    key = (tensor.shape, tensor.dtype, tensor.device, tensor.layout)
+    kind = _KINDS.get(key)
+    if kind is None:
+        if len(_KINDS) >= _KINDS_MAX:
+            _KINDS.clear()
+        kind = _KINDS[key] = _Kind(tensor)
+    return kind
+
+
 def describe(name: str, tensor: torch.Tensor, options: StatsOptions = StatsOptions(), **extra) -> TensorRecord:
     """A record for `tensor` whose stats and values are those it has now, computed on first read."""
     grad_fn = tensor.grad_fn
-    if tensor.layout != torch.strided or tensor.device.type == "meta":
+    kind = _kind(tensor)
+    if not kind.strided:
         record = TensorRecord(
-            name=name, shape=list(tensor.shape), dtype=_dtype_name(tensor.dtype), device=str(tensor.device),
+            name=name, shape=kind.shape, dtype=kind.dtype, device=kind.device,
             requires_grad=tensor.requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
         )
         record.note = f"{tensor.layout} tensor: no stats"
@@ -69,13 +118,17 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions = StatsOptio
     summary = recent.get(tensor, options)
     if summary is None:
         # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
-        summary = snapshot(tensor.detach(), options)
+        summary = _snapshot(tensor.detach(), options, kind)
         recent.put(tensor, options, summary)
     record = LazyTensorRecord.__new__(LazyTensorRecord)
-    record.name, record.shape, record.dtype, record.device = name, list(tensor.shape), _dtype_name(tensor.dtype), str(tensor.device)
+    record.name, record.shape, record.dtype, record.device = name, kind.shape, kind.dtype, kind.device
     record.requires_grad, record.grad_fn = tensor.requires_grad, None if grad_fn is None else name_of(grad_fn)
-    record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
-    record.extra = extra.get("extra", False)
+    if extra:
+        record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
+        record.extra = extra.get("extra", False)
+    else:
+        record.target = record.missing = record.note = None
+        record.extra = False
     record._summary = summary
     return record
 
@@ -86,20 +139,23 @@ def missing(name: str, reason: str, **extra) -> TensorRecord:
 
 def snapshot(t: torch.Tensor, options: StatsOptions):
     """The firing-time part of a summary (see the module docstring)."""
-    numel = t.numel()
-    shape = list(t.shape)
-    wide = t.dtype in _WIDE
+    return _snapshot(t, options, _kind(t))
+
+
+def _snapshot(t: torch.Tensor, options: StatsOptions, kind: _Kind):
+    numel = kind.numel
     if numel == 0:
-        return lazy_stats.Ready(lazy_stats.empty_stats(), [], shape)
+        return lazy_stats.Ready(lazy_stats.empty_stats(), [], list(kind.shape))
     keep = options.keep_values
     if numel <= options.snapshot_size and numel <= options.max_exact and not options.defer_host \
-            and not t.is_complex() and t.device.type == "cpu":
-        # The common case, kept short (it runs for most tensors of most firings): a sum
-        # and a copy of the whole tensor, which also holds the value block.
-        head = lazy_stats.Head(count=numel, of="values", approx=False, sampled=numel, wide=wide, shape=shape,
-                               block_shape=leading_block_shape(shape, options.max_values) if keep else None)
-        head.block = lazy_stats.WHOLE if keep else None
-        return lazy_stats.HostSnapshot(head, _exact_counts(t)[0], t.clone())
+            and kind.device == "cpu" and not t.is_complex():
+        # The common case, kept short (it runs for most tensors of most firings): a copy
+        # of the whole tensor, which also holds the value block; the non-finite counts
+        # are taken from the copy when first asked for.
+        return lazy_stats.HostSnapshot(kind.small_head(options), None, t.clone(),
+                                       block=lazy_stats.WHOLE if keep else None, nbytes=kind.nbytes)
+    shape = kind.shape
+    wide = kind.wide
     of = "values"
     if t.is_complex():
         t = t.abs()
@@ -108,19 +164,25 @@ def snapshot(t: torch.Tensor, options: StatsOptions):
     approx = numel > options.max_exact
     # An evenly strided view: a fixed number of elements whatever the size.
     work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
-    block_shape = leading_block_shape(shape, options.max_values) if keep else None
-    head = lazy_stats.Head(count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+    head = kind.heads.get((of, options.max_values, keep, options.max_exact))
+    if head is None:
+        block_shape = leading_block_shape(shape, options.max_values) if keep else None
+        head = kind.heads[(of, options.max_values, keep, options.max_exact)] = lazy_stats.Head(
+            count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+    block_shape = head.block_shape
     if options.defer_host or flat.device.type != "cpu":
         return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
     counts, total = _exact_counts(flat)
     if work.numel() <= options.snapshot_size:
         if keep and not approx:
-            head.block = lazy_stats.WHOLE  # the copy below holds the block: cut it out when read
+            block = lazy_stats.WHOLE  # the copy below holds the block: cut it out when read
         elif keep:
-            head.block = _block(t, block_shape).clone()
-        return lazy_stats.HostSnapshot(head, counts, work.clone())
-    head.block = _block(t, block_shape).clone() if keep else None
-    return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, any(counts), options.snapshot_size, None if approx else total))
+            block = _block(t, block_shape).clone()
+        else:
+            block = None
+        return lazy_stats.HostSnapshot(head, counts, work.clone(), block=block)
+    block = _block(t, block_shape).clone() if keep else None
+    return lazy_stats.HostSnapshot(head, counts, None, *_moments(work, any(counts), options.snapshot_size, None if approx else total), block=block)
 
 
 _NO_NONFINITE = (0, 0, 0)
@@ -220,7 +282,7 @@ _DTYPE_NAMES: dict[torch.dtype, str] = {}
 def _dtype_name(dtype: torch.dtype) -> str:
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+        name = _DTYPE_NAMES[dtype] = _intern(str(dtype).removeprefix("torch."))
     return name
 
 

@@ -147,14 +147,43 @@ class HooktuiApp(NavigationActions, App):
             self.history.follow = False
             if self.against is not None:
                 self.notify(self.against.summary(), title="against", timeout=6, markup=False)
-        self.query_one(Timeline).grow()
-        self.query_one(ModuleTree).mark_user_hooks(modules_with_user_hooks(self.source.user_hooks(self.history.events)))
+        self.timeline.grow()
+        self.module_tree.mark_user_hooks(modules_with_user_hooks(self.source.user_hooks(self.history.events)))
         self._fit_layout()
-        self.query_one(Timeline).focus()
+        self.timeline.focus()
         self._render_current()
 
+    # The app's widgets are composed once: found once (a query walks the DOM each time).
+    @property
+    def timeline(self) -> Timeline:
+        widget = self.__dict__.get("_timeline")
+        if widget is None:
+            widget = self._timeline = self.query_one(Timeline)
+        return widget
+
+    @property
+    def lower(self) -> LowerPanes:
+        widget = self.__dict__.get("_lower")
+        if widget is None:
+            widget = self._lower = self.query_one(LowerPanes)
+        return widget
+
+    @property
+    def status_line(self) -> StatusLine:
+        widget = self.__dict__.get("_status_line")
+        if widget is None:
+            widget = self._status_line = self.query_one(StatusLine)
+        return widget
+
+    @property
+    def module_tree(self) -> ModuleTree:
+        widget = self.__dict__.get("_module_tree")
+        if widget is None:
+            widget = self._module_tree = self.query_one(ModuleTree)
+        return widget
+
     def _fit_layout(self) -> None:
-        self.query_one(LowerPanes).fit(self.size)
+        self.lower.fit(self.size)
 
     @on(LowerPanes.LayoutChanged)
     def _layout_changed(self, message: LowerPanes.LayoutChanged) -> None:
@@ -171,7 +200,7 @@ class HooktuiApp(NavigationActions, App):
         else:
             self._drain()
 
-    def _drain(self) -> None:
+    def _drain(self, render: bool = True) -> None:
         if self._drain_timer is not None:
             self._drain_timer.stop()
             self._drain_timer = None
@@ -179,19 +208,28 @@ class HooktuiApp(NavigationActions, App):
         if not events:
             return
         self.history.extend(events)
-        self.query_one(Timeline).grow()
+        self.timeline.grow()
+        if not render:
+            return  # the caller draws everything next
         if self.history.follow:
             self._render_soon()
         else:
             self._render_status()
             if self.source.state != "running":
                 # Later firings (param_grad) change what the explain pane says.
-                self.query_one(LowerPanes).refresh_explain()
+                self.lower.refresh_explain()
 
     def on_state_changed(self, message: StateChanged) -> None:
         self.source.set_state(message.state)
-        # Everything the worker sent before this state is queued already: take it now.
-        self._drain()
+        if message.state == "running" and self._stepping:
+            # A step set the model going: nothing to show until it pauses again (one
+            # render per step, not one for each state it passes through); the status
+            # line says "running" only if the step takes a while.
+            self.set_timer(RUNNING_REDRAW, self._status_if_running)
+            return
+        # Everything the worker sent before this state is queued already: take it now
+        # (drawn below, once).
+        self._drain(render=False)
         stepped = self._stepping
         if message.state != "running":
             self._stepping = False
@@ -210,6 +248,10 @@ class HooktuiApp(NavigationActions, App):
                 self.notify(self.summary(), title="run finished", timeout=4, markup=False)
         self._render_current()
 
+    def _status_if_running(self) -> None:
+        if self.source.state == "running":
+            self._render_status()
+
     def _render_soon(self) -> None:
         if self.source.state != "running":
             self._render_current()
@@ -219,10 +261,12 @@ class HooktuiApp(NavigationActions, App):
     def _redraw(self) -> None:
         self._redraw_timer = None
         now = time.monotonic()
-        if self.source.state != "running" or now - self._panes_drawn_at >= RUNNING_PANES:
+        if self.source.state != "running":
+            return  # the change of state has drawn everything already
+        if now - self._panes_drawn_at >= RUNNING_PANES:
             self._render_current()
         else:
-            self.query_one(Timeline).show(self.history.cursor)
+            self.timeline.show(self.history.cursor)
             self._render_status()
             # The panes (and the overview) catch up when the stream stops, e.g. inside a long
             # forward: once, RUNNING_PANES after they were last drawn.
@@ -250,8 +294,8 @@ class HooktuiApp(NavigationActions, App):
         streaming = self.source.state == "running" and history.follow
         if not streaming:  # marks on a big tree cost a relayout: not while streaming
             self._render_tree(event)
-        self.query_one(Timeline).show(history.cursor)
-        self.query_one(LowerPanes).show(event)
+        self.timeline.show(history.cursor)
+        self.lower.show(event, streaming=streaming)
         self._render_status()
         self._sync_overview()
         self._refresh_bindings_if_changed()
@@ -263,7 +307,7 @@ class HooktuiApp(NavigationActions, App):
 
     def _render_tree(self, event: Event | None) -> None:
         history = self.history
-        tree = self.query_one(ModuleTree)
+        tree = self.module_tree
         if event is None:
             tree.update_marks(None, self._breakpoint_modules(), lambda m: False)
             return
@@ -287,7 +331,7 @@ class HooktuiApp(NavigationActions, App):
             self.refresh_bindings()
 
     def _render_status(self) -> None:
-        self.query_one(StatusLine).show(self._status_info())
+        self.status_line.show(self._status_info())
 
     def _status_info(self) -> StatusInfo:
         history = self.history
@@ -334,19 +378,19 @@ class HooktuiApp(NavigationActions, App):
         history.hidden.clear()
         history.hidden.update(hidden)  # LowerPanes.hidden is the same set
         self.source.set_skipped(hidden)
-        self.query_one(Timeline).set_hidden(hidden)
+        self.timeline.set_hidden(hidden)
         current = history.current
         if current is not None and not history.visible(history.cursor):
             previous = history.next_visible(history.cursor, -1)
             if previous is not None:
                 history.move(previous)
-        self.query_one(LowerPanes).refresh_explain()
+        self.lower.refresh_explain()
         self._render_current()
         self.notify(f"legacy register_backward_hook firings {'shown' if shown else 'hidden'}", title="legacy", timeout=2)
 
     # -- breakpoints ---------------------------------------------------------------------
     def selected_module(self) -> str | None:
-        tree = self.query_one(ModuleTree)
+        tree = self.module_tree
         if tree.has_focus and tree.selected_module is not None:
             return tree.selected_module
         event = self.history.current
@@ -402,22 +446,22 @@ class HooktuiApp(NavigationActions, App):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
-        self.query_one(Timeline).set_filter(message.value)
+        self.timeline.set_filter(message.value)
 
     @on(FilterInput.Closed)
     def _filter_closed(self) -> None:
-        self.query_one(Timeline).focus()
+        self.timeline.focus()
 
     def action_pane(self, name: str) -> None:
-        pane = self.query_one(LowerPanes).reveal(name)
+        pane = self.lower.reveal(name)
         target = pane.query("DataTable, Tree").first() if pane.query("DataTable, Tree") else pane
         self.call_after_refresh(target.focus)
 
     def action_slice(self, delta: int) -> None:
-        self.query_one(LowerPanes).step_slice(delta)
+        self.lower.step_slice(delta)
 
     def action_outer_slice(self, delta: int) -> None:
-        self.query_one(LowerPanes).step_slice(delta, outer=True)
+        self.lower.step_slice(delta, outer=True)
 
     # -- screens -------------------------------------------------------------------------
     def action_help(self) -> None:

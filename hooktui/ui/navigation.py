@@ -9,7 +9,6 @@ subclasses, not from a mixin.
 from __future__ import annotations
 
 from ..engine.records import Event
-from .widgets.values import ValuesPane
 
 
 class NavigationActions:
@@ -47,8 +46,8 @@ class NavigationActions:
         if action == "show_error":
             return True if history.error is not None else None
         if action in ("slice", "outer_slice"):
-            panes = self.query(ValuesPane) if self.is_mounted else []
-            return True if any(p.slices > 1 for p in panes) else None
+            pane = self.lower.values_pane if self.is_mounted else None
+            return True if pane is not None and pane.slices > 1 else None
         return True
 
     def action_step(self) -> None:

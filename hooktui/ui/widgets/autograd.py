@@ -10,6 +10,7 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from ...engine.records import Event, NodeRecord
+from .text_update import set_text
 
 # seq_nr of nodes that have none (AccumulateGrad): UINT64_MAX.
 _NO_SEQ = 2**63
@@ -66,6 +67,7 @@ class AutogradPane(Vertical):
         super().__init__(**kwargs)
         self._composed = False  # children exist (is_mounted is set only after on_mount)
         self._event = event
+        self._stale = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="autograd-head")
@@ -81,14 +83,27 @@ class AutogradPane(Vertical):
         self._event = event
         if not self._composed:
             return  # on_mount shows it
+        if not self.is_on_screen:
+            # Behind another tab: rebuilding the tree would lay the screen out again at
+            # every step for nothing. Drawn when the pane is shown.
+            self._stale = True
+            return
+        self._draw(event)
+
+    def on_show(self) -> None:
+        if self._stale:
+            self._draw(self._event)
+
+    def _draw(self, event: Event | None) -> None:
+        self._stale = False
         head = self.query_one("#autograd-head", Static)
         tree = self.query_one(Tree)
         tree.clear()
         if event is None:
-            head.update("")
+            set_text(head, "")
             tree.display = False
             return
-        head.update(self._head(event))
+        set_text(head, self._head(event))
         node = event.node
         tree.display = node is not None
         tree.root.set_label(Text("next_functions (inputs of the node)", style="bold"))

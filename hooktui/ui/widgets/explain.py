@@ -23,6 +23,7 @@ from ...engine.breakpoints import Stop
 from ...engine.records import Event, TraceInfo
 from ...explain import Statement, explain
 from ...format import shape_text
+from .text_update import set_text
 
 MARK = {True: ("✓ ", "bold green"), False: ("✗ ", "bold red"), None: ("• ", "dim")}
 
@@ -155,7 +156,7 @@ class ExplainPane(VerticalScroll):
         if event is None:
             self.statements = []
             self.renderable = ""
-            static.update("")
+            set_text(static, "")
             return
         self.statements = explain(event, events, info)
         # A module or hook breakpoint is said in the status line; a value one needs words.
@@ -170,4 +171,4 @@ class ExplainPane(VerticalScroll):
         else:
             parts.append(body)
         self.renderable = Group(*parts)
-        static.update(self.renderable)
+        set_text(static, self.renderable)

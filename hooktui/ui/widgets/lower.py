@@ -86,7 +86,7 @@ class LowerPanes(Widget):
         return self.event.tensors[min(self.tensor_position, len(self.event.tensors) - 1)]
 
     def compose(self) -> ComposeResult:
-        panes = {
+        panes = self._panes = {
             "tensors": TensorsPane(self.event, self.tensor_position, against=self.against, id="tensors"),
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
             "explain": ExplainPane(self.event, self.events, self.info, self.hidden, id="explain"),
@@ -110,9 +110,11 @@ class LowerPanes(Widget):
                     with TabPane(TITLES[name], id=f"tab-{name}"):
                         yield panes[name]
 
-    def show(self, event: Event | None) -> None:
+    def show(self, event: Event | None, streaming: bool = False) -> None:
         """Show firing `event`; keeps the chosen tensor (and slice) when the new firing
-        has a tensor of the same name."""
+        has a tensor of the same name. `streaming`: the model runs on and this firing is
+        gone in a moment: the values grid (the costliest to draw, and the UI thread shares
+        the model's GIL) waits for the next firing shown at rest."""
         previous = self.tensor
         self.event = event
         names = [t.name for t in event.tensors] if event is not None else []
@@ -123,21 +125,24 @@ class LowerPanes(Widget):
             self.slice_no = 0
         if not self.is_mounted:
             return
-        for pane in self.query(TensorsPane):
-            pane.show(event, self.tensor_position)
-        for pane in self.query(ValuesPane):
-            pane.show(self.tensor, self.slice_no)
-        for pane in self.query(AutogradPane):
-            pane.show(event)
-        for pane in self.query(SourceView):
-            pane.show(event, call_site(event, self.events))
+        panes = self._panes  # this composition's (kept, not queried: a DOM walk each)
+        panes["tensors"].show(event, self.tensor_position)
+        if not streaming:
+            panes["values"].show(self.tensor, self.slice_no)
+        panes["autograd"].show(event)
+        panes["source"].show(event, call_site(event, self.events))
         self.refresh_explain()
 
     def refresh_explain(self) -> None:
         """Explain the current firing again (new firings change what can be said)."""
-        for pane in self.query(ExplainPane):
-            stop = self.stops.get(self.event.index) if self.event is not None else None
-            pane.show(self.event, self.events, self.info, self.hidden, stop)
+        if not self.is_mounted:
+            return
+        stop = self.stops.get(self.event.index) if self.event is not None else None
+        self._panes["explain"].show(self.event, self.events, self.info, self.hidden, stop)
+
+    @property
+    def values_pane(self) -> ValuesPane | None:
+        return self._panes["values"] if self.is_mounted else None
 
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         name = (message.pane.id or "").removeprefix("tab-")
@@ -152,11 +157,12 @@ class LowerPanes(Widget):
             return
         self.tensor_position = message.position
         self.slice_no = 0
-        for pane in self.query(ValuesPane):
-            pane.show(self.tensor, 0)
+        if self.is_mounted:
+            self._panes["values"].show(self.tensor, 0)
 
     def step_slice(self, delta: int, outer: bool = False) -> None:
-        for pane in self.query(ValuesPane):
+        if self.is_mounted:
+            pane = self._panes["values"]
             pane.step_slice(delta, outer)
             self.slice_no = pane.slice_no
 

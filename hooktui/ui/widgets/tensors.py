@@ -13,6 +13,7 @@ from ...engine.compare import TensorDiff
 from ...engine.records import Event, TensorRecord
 from ...format import number, shape_text, stats_line
 from ..messages import TensorChosen
+from .text_update import set_text
 
 # `view --against`: tensor name -> (the other run's tensor, how the two compare).
 Twins = dict[str, tuple[TensorRecord | None, TensorDiff]]
@@ -143,7 +144,7 @@ class TensorsPane(Vertical):
         table.clear(columns=True)
         head = self.query_one("#notes", Static)
         if event is None:
-            head.update("")
+            set_text(head, "")
             return
         columns = self.columns_for(event)
         text = summary_text(event, columns)
@@ -151,7 +152,7 @@ class TensorsPane(Vertical):
         if notes:
             text.append("\n")
             text.append_text(notes)
-        head.update(text)
+        set_text(head, text)
         rows = []
         twins = self.against(event) if self.against is not None else None
         for tensor in event.tensors:

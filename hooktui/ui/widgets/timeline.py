@@ -50,14 +50,15 @@ def module_label(name: str) -> str:
 
 
 def nonfinite(event: Event) -> str:
-    """"NaN", "Inf" or "" for the worst value among the firing's tensors."""
+    """"NaN", "Inf" or "" for the worst value among the firing's tensors (from the exact
+    counts, which a live record has without computing its other statistics)."""
     flag = ""
     for tensor in event.tensors:
-        stats = tensor.stats
-        if stats is not None:
-            if stats.nan:
+        counts = tensor.nonfinite_counts
+        if counts is not None:
+            if counts[0]:
                 return "NaN"
-            if stats.posinf or stats.neginf:
+            if counts[1] or counts[2]:
                 flag = "Inf"
     return flag
 
@@ -146,8 +147,17 @@ class Timeline(ScrollView, can_focus=True):
         """Firings were appended to the history."""
         if self._rows is not None:
             self._scan()
-        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
-        self.refresh()
+        size = Size(self.scrollable_content_region.width, self.row_count + 1)
+        if size == self.virtual_size:
+            self.refresh()
+            return
+        # Setting virtual_size asks for a layout of the whole screen (every pane is then
+        # drawn again): at each step, for one more row. Only the scrollbars need to know,
+        # unless one of them appears or goes.
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self.set_reactive(Timeline.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh(layout=(self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars)
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()

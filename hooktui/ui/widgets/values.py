@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 
 from ...engine.records import TensorRecord
 from ...format import number, shape_text
+from .text_update import set_text
 
 
 def dims_text(shape: list[int]) -> str:
@@ -156,16 +157,19 @@ class ValuesPane(Vertical):
         title = self.query_one("#values-title", Static)
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.display = False
         if tensor is None:
-            title.update(Text("no tensor selected"))
+            table.display = False  # set only when it changes: each change lays the screen out again
+            set_text(title, Text("no tensor selected"))
             return
         if tensor.is_missing:
-            title.update(Text(f"{tensor.name}: None ({tensor.missing or 'no value'})", style="yellow"))
+            table.display = False
+            set_text(title, Text(f"{tensor.name}: None ({tensor.missing or 'no value'})", style="yellow"))
             return
-        if tensor.values is None or tensor.values_shape is None:
+        values = tensor.values
+        if values is None or tensor.values_shape is None:
+            table.display = False
             # Text, never a markup string: names come from the record (`x[/]` is a fine tensor name).
-            title.update(Text(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else "")))
+            set_text(title, Text(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else "")))
             return
         live = self._live()
         if live is not None:
@@ -176,7 +180,7 @@ class ValuesPane(Vertical):
             shown = None
             rows, lead = grid(tensor, self.slice_no)
         table.display = True
-        title.update(self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
+        set_text(title, self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
         cells = [[cell(v) for v in row] for row in rows]
         width = max((len(row) for row in cells), default=0)
         # Row indices as a fixed first column (row labels are measured lazily, so a

@@ -1,0 +1,123 @@
+"""The app itself with ~100,000 firings in its history: its memory, and how long `q` takes.
+
+Runs `python -m hooktui open` on a pseudo-terminal (120x40) on the 64-block MLP repeated
+to ~100,000 firings (benchmarks/memory.py's model), presses `c` to run it through to the
+end with every firing recorded, then reads the app process's resident memory (RSS, from
+/proc) and presses `q`, timing how long the process takes to end. The RSS is the
+process's as it is, high-water marks of the run included (no malloc_trim from outside):
+an upper bound of what the app holds per firing. Linux only.
+
+Run with `.venv/bin/python benchmarks/app_memory.py` (`make bench` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODEL = '''
+import torch
+from torch import nn
+
+def build_model():
+    torch.manual_seed(0)
+    layers = []
+    for _ in range({blocks}):
+        layers += [nn.Linear(64, 64), nn.GELU()]
+    return nn.Sequential(*layers)
+
+def example_inputs():
+    return torch.randn(32, 64)
+'''
+
+
+class Terminal:
+    """The app on a pseudo-terminal; everything it writes is kept."""
+
+    def __init__(self, args: list[str], size=(120, 40)) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.update({"TERM": "xterm-256color", "COLUMNS": str(size[0]), "LINES": str(size[1])})
+        self.process = subprocess.Popen([sys.executable, "-m", "hooktui", *args], stdin=slave, stdout=slave, stderr=slave,
+                                        cwd=ROOT, env=env, start_new_session=True)
+        os.close(slave)
+        self.output = bytearray()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.output += data
+
+    def wait_for(self, pattern: bytes, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, bytes(self.output[-20000:])):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"no {pattern!r} on the app's screen")
+            time.sleep(0.05)
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--firings", type=int, default=100_000)
+    args = parser.parse_args()
+    blocks = max(1, round(args.firings / 644 * 64))
+    with tempfile.TemporaryDirectory() as folder:
+        model = Path(folder) / "mlp_100k.py"
+        model.write_text(MODEL.format(blocks=blocks))
+        app = Terminal(["open", str(model)])
+        try:
+            app.wait_for(rb"paused", 300)
+            time.sleep(1.0)
+            before = app.rss_mb()
+            start = time.monotonic()
+            app.output.clear()
+            os.write(app.master, b"c")
+            app.wait_for(rb"finished", 1800)
+            ran = time.monotonic() - start
+            time.sleep(2.0)  # the last redraws
+            after = app.rss_mb()
+            firings = 99384 if blocks == 9938 else None
+            found = re.findall(rb"(\d[\d,]*) forward \+ (\d[\d,]*) backward", bytes(app.output))
+            if found:
+                firings = sum(int(n.replace(b",", b"")) for n in found[-1])
+            start = time.monotonic()
+            os.write(app.master, b"q")
+            app.process.wait(timeout=60)
+            quit_s = time.monotonic() - start
+        finally:
+            if app.process.poll() is None:
+                app.process.kill()
+    per = f"{(after - before) * 1024 / firings:.2f} KB/firing" if firings else "?"
+    print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings run through with c in {ran:.0f} s")
+    print(f"  app RSS paused at the first firing {before:.0f} MB, after the run {after:.0f} MB ({per}, run's high-water marks included)")
+    print(f"  q to the end of the process: {quit_s:.2f} s (exit status {app.process.returncode})")
+
+
+if __name__ == "__main__":
+    main()

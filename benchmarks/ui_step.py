@@ -1,0 +1,131 @@
+"""How long the app takes to show the next firing when `n` is pressed at a live pause.
+
+A 1,000-module model (a deep stack of Linear(8, 8)) runs in the headless app at 120x40:
+`c` with a breakpoint on one module's backward_pre lets it run to about firing 5,000, in
+the middle of its backward, where it pauses. Then `n` is pressed 60 times. Each step is a
+real one: the model thread is released, runs to its next firing, records it and pauses
+again, and the app takes the firing and redraws.
+
+What is timed is the app's own handling, measured inside the app: from the moment the
+step action starts (the key has been read) to the moment the screen has been refreshed
+with the new firing (`call_after_refresh` after the panes were rendered). The test
+pilot's own settling is not in it. The model's work between two firings is (a step
+cannot show a firing before the model has made it): it is printed beside, as the
+median time between the step and the firing's arrival in the app.
+
+Run with `.venv/bin/python benchmarks/ui_step.py` (`make bench` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import torch  # noqa: E402
+
+from models import deep_linear  # noqa: E402
+
+from hooktui.engine.breakpoints import Breakpoint  # noqa: E402
+from hooktui.engine.session import Session  # noqa: E402
+from hooktui.ui import app as app_module  # noqa: E402
+from hooktui.ui.app import HooktuiApp  # noqa: E402
+
+MODULES = 1000  # 999 Linear layers and the Sequential holding them
+HISTORY = 5000  # firings in the history when the steps start
+STEPS = 60
+
+
+def stop_module(layers: int, history: int) -> str:
+    """The layer whose backward_pre comes at about firing `history`: forward makes two
+    firings per module; in backward each layer makes four (backward_pre, two param_grad,
+    backward), last layer first, after the root's backward_pre."""
+    modules = layers + 1
+    into_backward = history - 2 * modules - 1
+    return str(max(0, layers - 1 - into_backward // 4))
+
+
+class TimedApp(HooktuiApp):
+    """The app, with each step timed from the action to the refreshed screen."""
+
+    CSS_PATH = str(Path(app_module.__file__).parent / HooktuiApp.CSS_PATH)  # relative to hooktui/ui, not here
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.step_times: list[float] = []
+        self.arrivals: list[float] = []
+        self.render_times: list[float] = []
+        self._step_started: float | None = None
+        self._step_from = 0
+
+    def action_step(self) -> None:
+        self._step_started = time.perf_counter()
+        self._step_from = len(self.history)
+        super().action_step()
+
+    def _render_current(self) -> None:
+        started = self._step_started
+        arrived = started is not None and len(self.history) > self._step_from and self.source.state == "paused"
+        if arrived:
+            self.arrivals.append(time.perf_counter() - started)
+        t = time.perf_counter()
+        super()._render_current()
+        if arrived:
+            self.render_times.append(time.perf_counter() - t)
+            self._step_started = None
+            self.call_after_refresh(lambda: self.step_times.append(time.perf_counter() - started))
+
+
+async def measure() -> tuple[list[float], list[float], int]:
+    torch.manual_seed(0)
+    model, x = deep_linear(MODULES - 1)
+    session = Session(model, x, pause=True, label="deep_linear")
+    session.add_breakpoint(Breakpoint.on_module(stop_module(MODULES - 1, HISTORY), phase="backward", hook="backward_pre"))
+    app = TimedApp(session=session, show_timings=False)
+    async with app.run_test(size=(120, 40), notifications=False) as pilot:
+        await _until(pilot, lambda: app.source.state == "paused" and len(app.history) >= 1, 60)
+        await pilot.press("c")
+        await _until(pilot, lambda: app.source.state == "paused" and len(app.history) > HISTORY // 2, 300)
+        await pilot.pause()
+        reached = len(app.history)
+        for i in range(STEPS):
+            await pilot.press("n")
+            await _until(pilot, lambda: len(app.step_times) > i, 30)
+        await pilot.press("q")
+    print("render (hooktui's own code) median ms", statistics.median(app.render_times) * 1e3)
+    return app.step_times, app.arrivals, reached
+
+
+async def _until(pilot, condition, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the app did not get there in time")
+        await pilot.pause(0.01)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    steps, arrivals, reached = asyncio.run(measure())
+    print(f"app step at a live pause, 120x40, {MODULES}-module model paused mid-backward with {reached} firings "
+          f"(load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - start:.0f} s in all):")
+    print(f"  {len(steps)} steps: p50 {statistics.median(steps) * 1e3:.1f} ms, p95 {percentile(steps, 0.95) * 1e3:.1f} ms, "
+          f"max {max(steps) * 1e3:.1f} ms (key to refreshed screen, inside the app)")
+    print(f"  of which the model reaching its next firing and handing it over: median {statistics.median(arrivals) * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""Putting new text in a Static without laying the whole screen out again when its
+height cannot have changed.
+
+`Static.update()` asks for a layout of the screen every time (the text might need another
+height), and a layout re-renders every pane: at each step that was most of the app's
+time. A Static whose height is `auto` keeps its height when the new text wraps to as
+many lines as the old one at the same width: then a repaint of the Static is enough.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.widgets import Static
+
+
+def set_text(static: Static, text: RenderableType) -> None:
+    """`static.update(text)`, with a layout only when the number of lines may differ."""
+    if isinstance(text, str):
+        text = Text(text)
+    width = static.content_size.width
+    lines = _lines(static, text, width) if width > 0 and static.is_mounted else None
+    same = lines is not None and (width, lines) == getattr(static, "_hooktui_lines", None)
+    static._hooktui_lines = (width, lines)  # type: ignore[attr-defined]
+    static.update(text, layout=not same)
+
+
+def _lines(static: Static, renderable: RenderableType, width: int) -> int:
+    console = static.app.console
+    if isinstance(renderable, Text):
+        return len(renderable.wrap(console, width))
+    return len(console.render_lines(renderable, console.options.update_width(width), pad=False))
