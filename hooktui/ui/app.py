@@ -91,7 +91,7 @@ class HooktuiApp(NavigationActions, App):
         self._queued_steps = 0
         self._redraw_timer = None
         self._drain_timer = None
-        self._panes_timer = None
+        self._overview_timer = None
         self._panes_drawn_at = 0.0
         self._bindings_state: tuple = ()
         self._error_shown = False
@@ -268,15 +268,15 @@ class HooktuiApp(NavigationActions, App):
         else:
             self.timeline.show(self.history.cursor)
             self._render_status()
-            # The panes (and the overview) catch up when the stream stops, e.g. inside a long
-            # forward: once, RUNNING_PANES after they were last drawn.
-            if self._panes_timer is None:
-                self._panes_timer = self.set_timer(self._panes_drawn_at + RUNNING_PANES - now, self._panes_catch_up)
+            # An open overview catches up when the stream stops (e.g. inside a long forward):
+            # once, RUNNING_PANES after the panes were last drawn.
+            if self._overview_timer is None and any(isinstance(s, OverviewScreen) for s in self.screen_stack):
+                self._overview_timer = self.set_timer(max(0.0, self._panes_drawn_at + RUNNING_PANES - now), self._overview_catch_up)
 
-    def _panes_catch_up(self) -> None:
-        self._panes_timer = None
-        if time.monotonic() - self._panes_drawn_at >= RUNNING_PANES and self.history.follow:
-            self._render_current()
+    def _overview_catch_up(self) -> None:
+        self._overview_timer = None
+        if self.source.state == "running" and time.monotonic() - self._panes_drawn_at >= RUNNING_PANES:
+            self._sync_overview()
 
     # -- rendering -----------------------------------------------------------------------
     @property
