@@ -108,13 +108,13 @@ class _StepTracer(Tracer):
         self.depth = 0
 
     @contextlib.contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False):
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
         outermost = self.depth == 0 and self.owner.root_depth == 0  # not autograd.grad inside forward
         if outermost:
             self.phase = "backward"
         self.depth += 1
         try:
-            with super().backward_pass(roots, kind, create_graph):
+            with super().backward_pass(roots, kind, create_graph, keep_graph):
                 yield
         finally:
             self.depth -= 1
@@ -228,7 +228,8 @@ class Guard:
         born = where_born(events, bp)
         message = _message(step, event, bp, reason, born)
         if born is not None:
-            event.notes.append("hooktui.guard stopped here. Where it was born: " + " ".join(born.lines))
+            # A new list: records without notes share one frozen empty list (records.NO_NOTES).
+            event.notes = [*event.notes, "hooktui.guard stopped here. Where it was born: " + " ".join(born.lines)]
         info = TraceInfo(
             model=f"{type(self.model).__name__} (hooktui.guard at {self.call_site}, step {step})",
             modules=describe_modules(self.model),
