@@ -13,6 +13,7 @@ always starts from that loss. `restore_model=False` makes the run a real trainin
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import itertools
 import threading
@@ -73,6 +74,15 @@ def describe_modules(model: nn.Module) -> list[ModuleInfo]:
         )
         for name, m in model.named_modules()
     ]
+
+
+def _trim_heap() -> None:
+    """Hand the heap freed by the run (its autograd graph, activations, snapshots dropped)
+    back to the system, so the process's memory shows what the trace holds (glibc only)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _detached(output: Any) -> Any:
@@ -245,6 +255,7 @@ class Session:
             lazy_stats.end_run()
             nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
+            _trim_heap()
         self._set_state(final)
         return self.trace
 
