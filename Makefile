@@ -1,6 +1,7 @@
 # Everything a fresh clone needs: `make run` and `make test` create the virtualenv,
 # install torch (unless the venv already has one: the CPU build where there is no NVIDIA
-# GPU, see scripts/install_torch.sh) and hooktui.
+# GPU, see scripts/install_torch.sh) and hooktui with its test tools and the web extra
+# (`hooktui serve` is tested too).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml scripts/install_torch.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	sh scripts/install_torch.sh $(BIN) "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,web]'
 	touch $(STAMP)
 
 run: install
@@ -34,6 +35,7 @@ bench: install
 	$(BIN)/python benchmarks/app_memory.py
 	$(BIN)/python benchmarks/ui_step.py
 	$(BIN)/python benchmarks/hunt.py
+	$(BIN)/python benchmarks/guard.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache snapshot_report.html

@@ -1,16 +1,34 @@
 """hooktui: a terminal debugger that pauses inside every PyTorch hook firing.
 
 `hooktui.record(model, inputs)` traces one forward and backward; `hooktui.Session` is the
-pausing version. Both are imported on first use (they need torch).
+pausing version. `hooktui.debug(model, step)` debugs one step of your own training loop
+and `hooktui.guard(model)` stops a loop at the first NaN/Inf. Imported on first use
+(they need torch).
 """
 
 __version__ = "0.1.0"
-__all__ = ["Event", "Session", "Trace", "record", "__version__"]
+__all__ = [
+    "Event", "GuardError", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "debug", "guard", "record", "__version__",
+]
+
+_LAZY = {
+    "Event": "engine",
+    "Session": "engine",
+    "Trace": "engine",
+    "record": "engine",
+    "debug": "loop.debug",
+    "guard": "loop.guard",
+    "Quit": "loop.errors",
+    "NonFiniteError": "loop.errors",
+    "ThresholdError": "loop.errors",
+    "GuardError": "loop.errors",
+}
 
 
 def __getattr__(name: str):
-    if name in ("Event", "Session", "Trace", "record"):
-        from . import engine
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

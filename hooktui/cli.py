@@ -1,5 +1,6 @@
 """Command line: `hooktui [MODEL]` opens the debugger, `hooktui trace MODEL` prints firings,
-`hooktui view TRACE.jsonl` opens a saved trace with no model.
+`hooktui view TRACE.jsonl` opens a saved trace with no model, `hooktui diff A B` compares two
+saved runs, `hooktui serve MODEL` serves the app to a browser.
 
 Bad input gets one clear message and exit status 2; `--traceback` shows the Python one.
 """
@@ -12,7 +13,9 @@ import sys
 import traceback
 
 EXIT_BAD_INPUT = 2
-COMMANDS = ("open", "trace", "view")
+# The diff's defaults (engine/compare.py's), here so that `--help` does not import it.
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+COMMANDS = ("open", "trace", "view", "diff", "serve")  # and `run`, which takes the script's own arguments
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,12 +23,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="hooktui",
         description="Step through every PyTorch hook firing of a model, forward then backward.",
         epilog="commands: `hooktui [open] MODEL` (the debugger, the default), `hooktui trace MODEL`, "
-        "`hooktui view TRACE.jsonl`. MODEL is a .py file defining `model`/`build_model()` and "
+        "`hooktui view TRACE.jsonl [--against OTHER.jsonl]`, `hooktui diff A.jsonl B.jsonl`, "
+        "`hooktui serve MODEL` (needs `pip install 'hooktui[web]'`), `hooktui run SCRIPT.py [ARGS...]` (your script, "
+        "with hooktui.debug / hooktui.guard opening the app). MODEL is a .py file defining `model`/`build_model()` and "
         "`inputs`/`example_inputs()`, or package.module:attribute with --input-shape. "
         "Without MODEL, the built-in Stack Overflow example is used.",
     )
     parser.add_argument("command", nargs="?", choices=COMMANDS, default="open", help=argparse.SUPPRESS)
-    parser.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or (view) a trace file")
+    parser.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or (view, diff) a trace file")
+    parser.add_argument("other", nargs="?", metavar="B", help="diff: the second trace file")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="seed for torch before the model is built (default 0)")
     parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
@@ -36,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also record what the deprecated register_backward_hook would receive (legacy_backward firings)",
     )
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"diff: relative tolerance (default {DEFAULT_RTOL:g})")
+    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"diff: absolute tolerance (default {DEFAULT_ATOL:g})")
+    parser.add_argument("--against", metavar="B.jsonl", help="view: show this other run's numbers beside each tensor")
+    parser.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="serve: port (default 8000)")
+    parser.add_argument("--public-url", metavar="URL", help="serve: the address the browser uses, when not http://HOST:PORT")
     value = parser.add_argument_group(
         "value breakpoints",
         "open: where `c` stops; trace: --stop-at-nonfinite / --stop-above print the firings up to the first "
@@ -80,11 +92,22 @@ def _above(text: str) -> tuple[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        # Everything after the script is the script's: hooktui's options do not apply.
+        from .commands.run import run_script
+
+        return run_script(argv[1:])
     # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
     # command from a positional model path on its own.
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         argv.insert(0, "open")
-    args = _parser().parse_intermixed_args(argv)
+    parser = _parser()
+    args = parser.parse_intermixed_args(argv)
+    args.argv = argv  # as given (serve passes it on to the app it runs)
+    if args.other is not None and args.command != "diff":
+        parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
+    if args.against is not None and args.command not in ("view", "serve"):
+        parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     try:
         if args.command == "trace":
             from .commands.trace import run_trace
@@ -94,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.view import run_view
 
             return run_view(args)
+        if args.command == "diff":
+            from .commands.diff import run_diff
+
+            return run_diff(args)
+        if args.command == "serve":
+            from .commands.serve import run_serve
+
+            return run_serve(args)
         from .commands.open import run_open
 
         return run_open(args)

@@ -1,4 +1,9 @@
-"""`hooktui view TRACE.jsonl`: the debugger on a saved trace, no model needed."""
+"""`hooktui view TRACE.jsonl`: the debugger on a saved trace, no model needed.
+
+`--against OTHER.jsonl` compares the two runs (engine/compare.py, `--rtol`, `--atol` as for
+`hooktui diff`): each tensor shows the other run's numbers beside its own, every firing
+that differs is marked ≠ in the timeline, and the app opens at the first divergence.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,16 @@ def run_view(args) -> int:
         trace = read_trace_file(args.target)
     except TraceFileError as exc:
         raise UserError(str(exc)) from exc
+    against = None
+    if getattr(args, "against", None):
+        from ..engine.compare import compare
+        from ..ui.against import Against
+        from ..visible import visible
+        from .diff import read, tolerance
+
+        other = read(args.against)
+        against = Against(visible(args.against), compare(trace.events, other.events, tolerance(args)))
     from ..ui.app import HooktuiApp
     from ..ui.process import run_app
 
-    return run_app(HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources))
+    return run_app(HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources, against=against))

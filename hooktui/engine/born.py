@@ -20,6 +20,7 @@ Nothing here imports torch: `hooktui view` and `trace` explain a saved trace the
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -82,6 +83,12 @@ def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | 
 
 def _bad(event: Event, bp: Breakpoint) -> list[tuple[TensorRecord, str]]:
     if event.hook in ("error", "user_hook", "legacy_backward"):
+        return []
+    # The breakpoint's own narrowing (a phase, a hook kind, a module glob) holds here too: a
+    # gradient bound set for backward must not find a large forward activation first.
+    if bp.phase is not None and event.phase != bp.phase or bp.hook is not None and event.hook != bp.hook:
+        return []
+    if not fnmatch.fnmatchcase(event.module, bp.module):
         return []
     return [(t, words) for t in event.tensors if (words := bp.tensor_reason(t)) is not None]
 
@@ -184,11 +191,13 @@ def _node(events, position, event, bad, bp) -> Born:
     computed = [(t, w) for t, w in bad if t.name.startswith("grad_inputs")] or bad
     tensor, words = computed[0]
     op = event.grad_fn or (event.node.name if event.node is not None else "an autograd node")
-    lines = [f"Autograd node {op}, in the backward of {_who(event)}, turned {_good(bp)} gradients into {words} in "
+    outside = any(note.startswith("made outside") for note in event.notes)
+    where = "outside every module call (the loss, or code between module calls)" if outside else f"in the backward of {_who(event)}"
+    lines = [f"Autograd node {op}, {where}, turned {_good(bp)} gradients into {words} in "
              f"{tensor.name} (the gradient for {tensor.target or '?'})."]
     if op in _OP_WHY:
         lines.append(f"Likely why: {_OP_WHY[op]}.")
-    lines += [note for note in event.notes if note.startswith(("created in forward", "the line that created", "made outside"))]
+    lines += [note for note in event.notes if note.startswith(("created in forward", "the line that created"))]
     return _born(event, position, position, tensor, words, lines)
 
 

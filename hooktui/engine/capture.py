@@ -193,8 +193,12 @@ class Tracer:
     def install(self) -> None:
         # Under torch.compile, dynamo would trace into the hooks (graph breaks on frame
         # inspection, recompile limits); disabled, they run eagerly between compiled graphs.
-        pre_hook = torch.compiler.disable(self._unwatched(self._pre_hook))
-        post_hook = torch.compiler.disable(self._unwatched(self._post_hook))
+        # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
+        # has imported it already (torch.compile does, as the model is built).
+        compiled = "torch._dynamo" in sys.modules
+        pre_hook, post_hook = self._unwatched(self._pre_hook), self._unwatched(self._post_hook)
+        if compiled:
+            pre_hook, post_hook = torch.compiler.disable(pre_hook), torch.compiler.disable(post_hook)
         for _, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
@@ -569,7 +573,8 @@ class Tracer:
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
         notes.append(f"created in forward at {hunt.short(line)}" if line is not None
-                     else "the line that created it is unknown: the non-finite breakpoint was set after the forward pass")
+                     else "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
+                     "or the op is hooktui's default loss)")
         scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         if call is None:
             notes.append("made outside every module call (in the loss, or between the calls of the root module)")

@@ -33,13 +33,17 @@ from .source import _location
 _LINE_KEY = "hooktui.line"
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HOOKTUI_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 
 
 def user_frame() -> SourceLocation | None:
-    """The innermost frame outside torch and hooktui."""
+    """The innermost frame outside torch and hooktui; None when there is none before the
+    standard library (an op of hooktui's own default loss, run from its thread)."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
+        if filename.startswith(_STDLIB_DIR) and "site-packages" not in filename:
+            return None
         if not filename.startswith(_TORCH_DIR) and not filename.startswith(_HOOKTUI_DIR) and not filename.startswith("<"):
             return _location(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back

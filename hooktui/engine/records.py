@@ -240,6 +240,9 @@ class TraceInfo:
     loss: str
     device: str = "cpu"
     torch_version: str = ""
+    # The firing (index) a run stopped at, e.g. hooktui.guard's first bad value: a recorded
+    # trace opens there.
+    stopped_at: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,10 +2,17 @@
 
 `Session.run()` blocks and is meant for a worker thread; `step()`, `resume()` and `quit()`
 come from any other thread. `record()` is the same run without pauses.
+
+What runs forward and computes the loss is either hooktui (a model and its inputs: the
+model-file style, `Session(model, inputs, loss_fn)`) or the user's own step, a callable
+that returns the loss (`Session(model, step=fn)`, what `hooktui.debug` runs). Backward
+always starts from that loss. `restore_model=False` makes the run a real training step:
+`.grad` accumulates and buffers move as without hooktui (by default they are put back).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import itertools
@@ -28,6 +35,7 @@ from .inputs import default_loss, split_inputs
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
+from .thread_state import ThreadState
 from .user_hooks import UserHooks
 
 _FREEZE_EVERY = 1024  # firings between gc.freeze() calls while running
@@ -47,6 +55,8 @@ class Trace:
     loss: torch.Tensor | None = None
     # The error came from computing the loss (loss_fn or the default loss), not the model.
     error_in_loss: bool = False
+    # The exception itself (live; hooktui.debug raises it again in the caller).
+    exception: BaseException | None = None
 
     @property
     def failed(self) -> bool:
@@ -92,9 +102,13 @@ class Session:
     def __init__(
         self,
         model: nn.Module,
-        inputs: Any,
+        inputs: Any = None,
         loss_fn: Callable[[Any], torch.Tensor] | None = None,
         *,
+        step: Callable[[], torch.Tensor] | None = None,
+        restore_model: bool = True,
+        thread_state: ThreadState | None = None,
+        quit_finishes: bool = False,
         pause: bool = True,
         label: str | None = None,
         options: stats.StatsOptions = stats.StatsOptions(),
@@ -102,9 +116,21 @@ class Session:
         legacy: bool = False,
         param_grads: bool = True,
     ) -> None:
+        """`step`: instead of `inputs` (and `loss_fn`), a zero-argument callable that runs the
+        forward and returns the loss. `restore_model=False`: leave `.grad` and buffers as the
+        run made them (a real training step). `thread_state`: run under the grad mode,
+        autocast and CUDA stream captured there (the caller's thread), not under
+        `torch.enable_grad()`. `quit_finishes`: `quit()` lets the run go to its end without
+        pausing instead of aborting it."""
+        if step is not None and (inputs is not None or loss_fn is not None):
+            raise TypeError("Session takes either inputs (and loss_fn) or step, not both")
         self.model = model
-        self.args, self.kwargs = split_inputs(inputs)
+        self.args, self.kwargs = split_inputs(inputs) if step is None else ((), {})
         self.loss_fn = loss_fn
+        self.user_step = step
+        self.restore_model = restore_model
+        self.thread_state = thread_state
+        self.quit_finishes = quit_finishes
         self.gate = Gate(pause=pause)
         self.options = options
         self.legacy = legacy
@@ -113,7 +139,9 @@ class Session:
         # The model's own hooks (found now; those registered during the run are added).
         self.user_hooks = UserHooks(model)
         device = next((str(p.device) for p in model.parameters()), "cpu")
-        if loss_fn is None:
+        if step is not None:
+            loss_text = loss_label or "the loss your step returned (with a GradScaler: the scaled loss)"
+        elif loss_fn is None:
             loss_text = "default loss: sum of every floating-point output"
         else:
             loss_text = loss_label or f"loss_fn: {getattr(loss_fn, '__name__', 'custom')}(output)"
@@ -140,6 +168,13 @@ class Session:
         self.gate.resume()
 
     def quit(self) -> None:
+        if self.quit_finishes:
+            self.gate.run_to_end()  # never pause again: the step ends as it would without hooktui
+        else:
+            self.gate.quit()
+
+    def abort(self) -> None:
+        """Stop the run at its next firing, whatever `quit_finishes` says."""
         self.gate.quit()
 
     def step_into(self) -> None:
@@ -192,20 +227,15 @@ class Session:
         self._set_state("running")
         final = "finished"
         try:
-            with preserved_model_state(self.model, self.args, self.kwargs), torch.enable_grad():
+            with self._model_state(), self._grad_state():
                 self._follow_hunting()
                 self.user_hooks.install(tracer)  # first: the tracer's own hooks are not the user's
                 tracer.install()
                 try:
-                    output = self._run_model_forward()
-                    self._stop_creation_lines()  # only forward ops' lines are wanted
-                    self.trace.output = _detached(output)
+                    loss = self._forward_and_loss(tracer)
+                    self._stop_creation_lines()  # the forward's and the loss's ops have their lines
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
-                    tracer.phase = "backward"
-                    self.trace.error_in_loss = True
-                    loss = self._loss(output)
-                    self.trace.error_in_loss = False
                     self.trace.loss = loss.detach()
                     loss.backward()  # the tracer notices it starting (backward_calls.py)
                 finally:
@@ -214,6 +244,7 @@ class Session:
         except QuitRequested:
             final = "quit"
         except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host
+            self.trace.exception = exc
             self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
             final = "failed"
         finally:
@@ -228,14 +259,40 @@ class Session:
         self._set_state(final)
         return self.trace
 
+    def _model_state(self):
+        if self.restore_model:
+            return preserved_model_state(self.model, self.args, self.kwargs)
+        return contextlib.nullcontext()
+
+    def _grad_state(self):
+        return torch.enable_grad() if self.thread_state is None else self.thread_state.applied()
+
+    def _forward_and_loss(self, tracer: Tracer) -> torch.Tensor:
+        """Run the forward and compute the loss (hooktui's way or the user's step)."""
+        if self.user_step is not None:
+            loss = self.user_step()  # the forward and the loss, in the user's code
+            self.trace.output = _detached(loss)
+            tracer.phase = "backward"
+            self.trace.error_in_loss = True
+            loss = self._checked_loss(loss, "the step must return the loss tensor")
+        else:
+            output = self._run_model_forward()
+            self.trace.output = _detached(output)  # a tensor with grad would hold the whole graph
+            tracer.phase = "backward"
+            self.trace.error_in_loss = True
+            loss = default_loss(output) if self.loss_fn is None else self.loss_fn(output)
+            loss = self._checked_loss(loss, "the loss must be a tensor")
+        self.trace.error_in_loss = False
+        return loss
+
     def _run_model_forward(self) -> Any:
         # The name is what source.caller_location() stops at: the root call has no user caller.
         return self.model(*self.args, **self.kwargs)
 
-    def _loss(self, output: Any) -> torch.Tensor:
-        loss = default_loss(output) if self.loss_fn is None else self.loss_fn(output)
+    @staticmethod
+    def _checked_loss(loss: Any, what: str) -> torch.Tensor:
         if not isinstance(loss, torch.Tensor):
-            raise TypeError(f"the loss must be a tensor, got {type(loss).__name__}")
+            raise TypeError(f"{what}, got {type(loss).__name__}")
         if loss.numel() != 1:
             raise ValueError(f"the loss must be a single number, got a tensor of shape {tuple(loss.shape)}")
         if not loss.requires_grad:

@@ -346,6 +346,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "loss": text(TEXT_MAX),
         "device": NAME,
         "torch_version": NAME,
+        "stopped_at": optional(COUNT),
     },
 }
 

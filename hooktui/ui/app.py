@@ -23,6 +23,7 @@ from textual.widgets import Footer, Input
 from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
 from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo
+from .against import Against
 from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
@@ -33,6 +34,7 @@ from .screens.breakpoints import BreakpointsScreen
 from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
 from .screens.help import HelpScreen
+from .screens.overview import OverviewScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
 from .sources import LiveSource, RecordedSource, Source
 from .widgets.filter_input import FilterInput
@@ -67,6 +69,7 @@ class HooktuiApp(NavigationActions, App):
         *,
         show_timings: bool = True,
         exit_on_signals: bool = False,
+        against: Against | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -76,6 +79,7 @@ class HooktuiApp(NavigationActions, App):
         self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded, sources=sources)
         self.source_path = source_path
         self.show_timings = show_timings
+        self.against = against  # `view A --against B`: the other run, compared
         # SIGTERM / SIGHUP end the app (terminal restored) instead of killing the process
         # with the terminal still in raw mode; only for the process's own app (hooktui.ui.process).
         self.exit_on_signals = exit_on_signals
@@ -87,6 +91,7 @@ class HooktuiApp(NavigationActions, App):
         self._queued_steps = 0
         self._redraw_timer = None
         self._drain_timer = None
+        self._overview_timer = None
         self._panes_drawn_at = 0.0
         self._bindings_state: tuple = ()
         self._error_shown = False
@@ -113,10 +118,12 @@ class HooktuiApp(NavigationActions, App):
             with Vertical(id="timeline-box"):
                 yield FilterInput(placeholder="filter by module name (glob ok), escape clears", id="filter")
                 width = max((len(m.name) for m in self.info.modules), default=6)
-                yield Timeline(self.history, module_width=width, hidden=self.history.hidden, id="timeline")
+                marks = self.against.marks if self.against is not None else None
+                yield Timeline(self.history, module_width=width, hidden=self.history.hidden, marks=marks, id="timeline")
         lower = LowerPanes(self.history.events, self.info, self.source.source_lines, id="lower")
         lower.hidden = self.history.hidden
         lower.stops = self.stops
+        lower.against = self.against.tensors if self.against is not None else None
         yield lower
         yield Footer(compact=True)
 
@@ -131,9 +138,15 @@ class HooktuiApp(NavigationActions, App):
         self.title = f"hooktui: {display_path(label) if label.endswith('.py') else label}"
         known = self.source.start(self)
         self.history.extend(known)
-        if known:  # a recorded trace opens at its first firing
-            self.history.move(0)
+        if known:  # a recorded trace opens at its first firing, where its run stopped, or (against another) where they part
+            stopped = self.info.stopped_at
+            first = self.against.first if self.against is not None else None
+            if first is None:
+                first = next((i for i, e in enumerate(known) if e.index == stopped), 0)
+            self.history.move(first)
             self.history.follow = False
+            if self.against is not None:
+                self.notify(self.against.summary(), title="against", timeout=6, markup=False)
         self.timeline.grow()
         self.module_tree.mark_user_hooks(modules_with_user_hooks(self.source.user_hooks(self.history.events)))
         self._fit_layout()
@@ -255,6 +268,15 @@ class HooktuiApp(NavigationActions, App):
         else:
             self.timeline.show(self.history.cursor)
             self._render_status()
+            # An open overview catches up when the stream stops (e.g. inside a long forward):
+            # once, RUNNING_PANES after the panes were last drawn.
+            if self._overview_timer is None and any(isinstance(s, OverviewScreen) for s in self.screen_stack):
+                self._overview_timer = self.set_timer(max(0.0, self._panes_drawn_at + RUNNING_PANES - now), self._overview_catch_up)
+
+    def _overview_catch_up(self) -> None:
+        self._overview_timer = None
+        if self.source.state == "running" and time.monotonic() - self._panes_drawn_at >= RUNNING_PANES:
+            self._sync_overview()
 
     # -- rendering -----------------------------------------------------------------------
     @property
@@ -275,6 +297,7 @@ class HooktuiApp(NavigationActions, App):
         self.timeline.show(history.cursor)
         self.lower.show(event, streaming=streaming)
         self._render_status()
+        self._sync_overview()
         self._refresh_bindings_if_changed()
         if event is not None and event.hook == "error" and not self._error_shown:
             self._error_shown = True
@@ -308,24 +331,25 @@ class HooktuiApp(NavigationActions, App):
             self.refresh_bindings()
 
     def _render_status(self) -> None:
+        self.status_line.show(self._status_info())
+
+    def _status_info(self) -> StatusInfo:
         history = self.history
         state = self.source.state
         done = state in ("finished", "failed", "quit") or (not self.source.live and history.at_latest)
-        self.status_line.show(
-            StatusInfo(
-                state=state,
-                event=history.current,
-                position=history.cursor,
-                total=len(history),
-                more_coming=self.source.can_advance,
-                loss=self.info.loss,
-                summary=self.summary(with_time=False) if done and history.at_latest else "",
-                wall_time=self.source.wall_time if self.show_timings else None,
-                breakpoints=tuple(sorted(self._breakpoint_modules())),
-                value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
-                stop=self.stops.get(history.current.index) if history.current is not None else None,
-                break_on_backward=self.source.break_on_backward,
-            )
+        return StatusInfo(
+            state=state,
+            event=history.current,
+            position=history.cursor,
+            total=len(history),
+            more_coming=self.source.can_advance,
+            loss=self.info.loss,
+            summary=self.summary(with_time=False) if done and history.at_latest else "",
+            wall_time=self.source.wall_time if self.show_timings else None,
+            breakpoints=tuple(sorted(self._breakpoint_modules())),
+            value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
+            stop=self.stops.get(history.current.index) if history.current is not None else None,
+            break_on_backward=self.source.break_on_backward,
         )
 
     def _breakpoint_modules(self) -> set[str]:
@@ -444,6 +468,19 @@ class HooktuiApp(NavigationActions, App):
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(key_help(self)))
+
+    def action_overview(self) -> None:
+        if isinstance(self.screen, OverviewScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(OverviewScreen(self.history.events, self.against.marks if self.against is not None else None))
+        self.call_after_refresh(self._sync_overview)
+
+    def _sync_overview(self) -> None:
+        """The overview, if open, takes in new firings and the current one."""
+        for screen in self.screen_stack:
+            if isinstance(screen, OverviewScreen):
+                screen.sync(self.history.current, self._status_info())
 
     def action_show_error(self) -> None:
         error = self.history.error

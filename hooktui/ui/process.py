@@ -30,7 +30,7 @@ def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
     try:
         app.run(headless=headless)
         status = exit_status(app)
-        _write_model_output(app.model_output)
+        write_model_output(app.model_output)
     finally:
         app.source.join(MODEL_GRACE)
         if not headless:  # headless: in-process tests, which must live on
@@ -43,7 +43,7 @@ def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
     return status
 
 
-def _write_model_output(output: list[str]) -> None:
+def write_model_output(output: list[str]) -> None:
     if not output:
         return
     text = "".join(output)

@@ -24,7 +24,10 @@ MOUSE_OFF = b"\x1b[?1000l"
 
 
 class PtyApp:
-    def __init__(self, *args: str, size: tuple[int, int] = (80, 24), cwd: Path | str = ROOT, env: dict | None = None) -> None:
+    def __init__(
+        self, *args: str, size: tuple[int, int] = (80, 24), cwd: Path | str = ROOT, env: dict | None = None, python: bool = False
+    ) -> None:
+        """`python -m hooktui ARGS`; with `python=True`, `python ARGS` (a script of the user's)."""
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.slave_attrs = termios.tcgetattr(slave)  # cooked mode, before the app
@@ -33,7 +36,7 @@ class PtyApp:
         environment.pop("NO_COLOR", None)
         environment.update(env or {})
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "hooktui", *map(str, args)],
+            [sys.executable, *([] if python else ["-m", "hooktui"]), *map(str, args)],
             stdin=slave,
             stdout=slave,
             stderr=slave,  # Textual draws on stderr

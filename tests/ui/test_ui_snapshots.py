@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import pytest
 
-from hooktui.engine.session import Session
+from hooktui.engine.loader import load_target
+from hooktui.engine.session import Session, record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
+from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.timeline import Timeline
 
-from ui_helpers import ROOT, paused_at, sample_app, wait_for
+from ui_helpers import ROOT, SAMPLES, paused_at, sample_app, wait_for
 from ui_models import FailsInBackward, inputs
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
@@ -126,3 +128,34 @@ def test_seed_legacy_side_by_side_fc1(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(sample_app("seed.py", legacy=True), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_overview_cnn_during_backward(snap_compare, size):
+    """Every call's output; the gradients so far (backward has reached the head), ▶ there."""
+
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("B", "c")
+        await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("cnn.py"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_overview_nan_at_the_last_firing(snap_compare, size):
+    """NaN! and Inf! rows, in the cells where they are: sqrt's grad_input, then upstream.
+    On a recorded run of nan.py (the live overview is test_overview_cnn_during_backward's)."""
+    loaded = load_target(SAMPLES / "nan.py")
+    trace = record(loaded.model, loaded.inputs, loaded.loss_fn)
+    app = HooktuiApp(recorded=(trace.info, trace.events), show_timings=False)
+
+    async def run_before(pilot):
+        await pilot.press("G", "w")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

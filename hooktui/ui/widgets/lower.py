@@ -52,6 +52,7 @@ class LowerPanes(Widget):
         self.lines_for = lines_for  # source lines by file name (the app's Source decides what may be read)
         self.hidden: set[str] = set()  # hook kinds not shown (legacy_backward when off)
         self.stops: dict[int, Stop] = {}  # why a run stopped, by firing index (the app's)
+        self.against = None  # `view --against`: the other run's tensors by firing (TensorsPane)
         self.event: Event | None = None
         self.tensor_position = 0
         self.slice_no = 0
@@ -86,7 +87,7 @@ class LowerPanes(Widget):
 
     def compose(self) -> ComposeResult:
         panes = self._panes = {
-            "tensors": TensorsPane(self.event, self.tensor_position, id="tensors"),
+            "tensors": TensorsPane(self.event, self.tensor_position, against=self.against, id="tensors"),
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
             "explain": ExplainPane(self.event, self.events, self.info, self.hidden, id="explain"),
             "autograd": AutogradPane(self.event, id="autograd"),

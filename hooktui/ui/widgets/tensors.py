@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from ...engine.compare import TensorDiff
 from ...engine.records import Event, TensorRecord
-from ...format import shape_text, stats_line
+from ...format import number, shape_text, stats_line
 from ..messages import TensorChosen
 from .text_update import set_text
+
+# `view --against`: tensor name -> (the other run's tensor, how the two compare).
+Twins = dict[str, tuple[TensorRecord | None, TensorDiff]]
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -76,6 +82,22 @@ def summary_text(event: Event, columns: list[str]) -> Text:
     return text
 
 
+def twin_cells(twins: Twins | None, name: str) -> tuple[Text, Text]:
+    """The `vs B` and `B` cells of a tensor: how it compares, and the other run's stats."""
+    if twins is None:
+        return Text("B has no such firing", "bold red"), Text("")
+    if name not in twins:
+        return Text("≠ only in A", "bold red"), Text("")
+    other, diff = twins[name]
+    theirs = Text(stats_line(other) if other is not None else "")
+    if diff.differs:
+        why = diff.reason or f"{number(diff.rel)} in {diff.what}"
+        return Text(f"≠ {why}", "bold red"), theirs
+    if diff.rel is None:
+        return Text("="), theirs
+    return Text(f"= {number(diff.rel)}" if diff.rel else "= same", "green"), theirs
+
+
 class TensorsPane(Vertical):
     """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
     histogram (and dtype and device when the tensors differ in them)."""
@@ -86,11 +108,12 @@ class TensorsPane(Vertical):
     TensorsPane > DataTable { height: 1fr; scrollbar-size: 1 1; }
     """
 
-    def __init__(self, event: Event | None = None, selected: int = 0, **kwargs) -> None:
+    def __init__(self, event: Event | None = None, selected: int = 0, against: Callable[[Event], Twins | None] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self._composed = False  # children exist (is_mounted is set only after on_mount)
         self._event = event
         self._selected = selected
+        self.against = against  # the other run's tensors (`view --against`), else None
 
     def compose(self) -> ComposeResult:
         yield Static(id="notes")
@@ -104,9 +127,9 @@ class TensorsPane(Vertical):
     def table(self) -> DataTable:
         return self.query_one(DataTable)
 
-    @staticmethod
-    def columns_for(event: Event) -> list[str]:
-        columns = ["tensor", "shape", "stats", "histogram"]
+    def columns_for(self, event: Event) -> list[str]:
+        # With `--against`, how the tensor compares comes before the long statistics: seen at 80 columns.
+        columns = ["tensor", "shape", "vs B", "stats", "B", "histogram"] if self.against is not None else ["tensor", "shape", "stats", "histogram"]
         present = [t for t in event.tensors if not t.is_missing]
         for key in ("dtype", "device"):
             if len({getattr(t, key) for t in present}) > 1:
@@ -131,6 +154,7 @@ class TensorsPane(Vertical):
             text.append_text(notes)
         set_text(head, text)
         rows = []
+        twins = self.against(event) if self.against is not None else None
         for tensor in event.tensors:
             level = loudness(tensor)
             style = {"error": "bold red", "warning": "yellow"}.get(level or "", "")
@@ -143,6 +167,8 @@ class TensorsPane(Vertical):
                 "dtype": Text(tensor.dtype or ""),
                 "device": Text(tensor.device or ""),
             }
+            if self.against is not None:
+                cells["vs B"], cells["B"] = twin_cells(twins, tensor.name)
             rows.append([cells[c] for c in columns])
         # Explicit widths: the table then never shows a half-measured state.
         for i, column in enumerate(columns):

@@ -110,9 +110,13 @@ class Timeline(ScrollView, can_focus=True):
         Binding("end", "edge(1)", "Last", show=False),
     ]
 
-    def __init__(self, history: History, module_width: int = 20, hidden: set[str] | None = None, **kwargs) -> None:
+    def __init__(
+        self, history: History, module_width: int = 20, hidden: set[str] | None = None, marks: dict[int, str] | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.history = history
+        # Flags by position beside NaN/Inf (`view --against`: where the runs differ).
+        self.marks: dict[int, str] = marks or {}
         self.module_width = max(6, min(module_width, 28))
         self.filter_text = ""
         self.hidden: set[str] = set(hidden or ())  # hook kinds left out (legacy_backward when off)
@@ -220,8 +224,14 @@ class Timeline(ScrollView, can_focus=True):
         # the view) never reaches the bar: without this its thumb shows at the top.
         self.call_after_refresh(self._sync_scrollbar)
 
-    def _sync_scrollbar(self) -> None:
-        if self.show_vertical_scrollbar and self.vertical_scrollbar.position != self.scroll_y:
+    def _sync_scrollbar(self, tries: int = 4) -> None:
+        if not self.show_vertical_scrollbar:
+            # The bar appears only with the layout that follows the rows' growth: try again
+            # after that refresh (a few times at most: there may be nothing to scroll).
+            if tries and self.virtual_size.height > self.scrollable_content_region.height:
+                self.call_after_refresh(self._sync_scrollbar, tries - 1)
+            return
+        if self.vertical_scrollbar.position != self.scroll_y:
             self.vertical_scrollbar.position = self.scroll_y
 
     def _choose_row(self, row: int) -> None:
@@ -343,11 +353,12 @@ class Timeline(ScrollView, can_focus=True):
         segments = [Segment(s.text, row_style + s.style if s.style else row_style) for s in text.render(self.app.console)]
         return Strip(segments, self._line_width).extend_cell_length(self._line_width, row_style)
 
-    def _flag_cell(self, event: Event, selected: bool) -> tuple[str, Style | None]:
+    def _flag_cell(self, event: Event, selected: bool, position: int) -> tuple[str, Style | None]:
         flag = nonfinite(event)
-        if not flag:
+        text = f"{flag}!" if flag else self.marks.get(position, "")
+        if not text:
             return "", None
-        return f"{flag}!", None if selected else self.get_component_rich_style("timeline--error", partial=True)
+        return text, None if selected else self.get_component_rich_style("timeline--error", partial=True)
 
     def _header(self) -> Strip:
         style = self.get_component_rich_style("timeline--header")
@@ -379,7 +390,7 @@ class Timeline(ScrollView, can_focus=True):
                 "hook": (hook_label(event.hook), hook_style),
                 "module": (module_label(event.module), None),
                 "call": (str(event.call), dim),
-                "flag": self._flag_cell(event, selected),
+                "flag": self._flag_cell(event, selected, position),
                 "shape": (main_shape(event), None),
                 "node": (node_cell(event), dim),
             },

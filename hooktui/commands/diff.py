@@ -1,0 +1,179 @@
+"""`hooktui diff A.jsonl B.jsonl`: where do two runs part?
+
+Both files are read as untrusted trace files (engine/trace_file.py); the alignment and the
+comparison are engine/compare.py's. Prints the first firing whose tensors differ beyond the
+tolerance and, per module, the largest relative difference; `--json` prints one JSON
+object instead. Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input.
+Every string from a record is shown through hooktui/visible.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+
+from ..cli import UserError
+from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
+from ..engine.records import Event
+from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
+from ..visible import visible
+
+EXIT_AGREE, EXIT_DIFFER = 0, 1
+
+
+def read(path: str) -> LoadedTrace:
+    try:
+        return read_trace_file(path)
+    except TraceFileError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def tolerance(args) -> Tolerance:
+    for name in ("rtol", "atol"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise UserError(f"--{name} {value}: a tolerance is a finite number of at least 0")
+    return Tolerance(rtol=args.rtol, atol=args.atol)
+
+
+def run_diff(args) -> int:
+    if not args.target or not args.other:
+        raise UserError("diff needs two trace files: hooktui diff A.jsonl B.jsonl")
+    tol = tolerance(args)
+    a, b = read(args.target), read(args.other)
+    result = compare(a.events, b.events, tol)
+    out = sys.stdout
+    if args.json:
+        out.write(json.dumps(as_json(result, args.target, args.other)) + "\n")
+    else:
+        out.write(report(result, args.target, args.other) + "\n")
+    return EXIT_AGREE if result.agree else EXIT_DIFFER
+
+
+# -- text ---------------------------------------------------------------------------------
+def firing_label(events: Sequence[Event], position: int) -> str:
+    event = events[position]
+    module = visible(event.module) or "(root)"
+    return f"#{event.index} {event.phase} {event.hook} {module} call {event.call} ({visible(event.module_type)})"
+
+
+def value_text(value: float | None) -> str:
+    return "None" if value is None else f"{value:.6g}"
+
+
+def rel_text(rel: float | None) -> str:
+    return "-" if rel is None else "inf" if math.isinf(rel) else f"{rel:.2e}"
+
+
+def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
+    """What differs in one firing, a line per tensor that differs."""
+    if firing.b is None:
+        return [f"{firing_label(result.a, firing.a)}: only in A (B has no such firing)"]
+    if firing.a is None:
+        return [f"{firing_label(result.b, firing.b)}: only in B (A has no such firing)"]
+    head = firing_label(result.a, firing.a)
+    if result.b[firing.b].index != result.a[firing.a].index:
+        head += f" (B #{result.b[firing.b].index})"
+    lines = [head]
+    for tensor in firing.tensors:
+        if not tensor.differs:
+            continue
+        name = visible(tensor.name)
+        if tensor.reason:
+            line = f"  {name}: {tensor.reason}"
+            if tensor.what:
+                line += f"; {tensor.what} {value_text(tensor.a)} vs {value_text(tensor.b)}"
+        else:
+            line = f"  {name}: {tensor.what} {value_text(tensor.a)} vs {value_text(tensor.b)}, relative difference {rel_text(tensor.rel)}"
+        if tensor.dtypes:
+            line += f" ({visible(tensor.dtypes[0] or '?')} vs {visible(tensor.dtypes[1] or '?')})"
+        lines.append(line)
+    return lines
+
+
+def report(result: Comparison, path_a: str, path_b: str) -> str:
+    tol = result.tolerance
+    lines = [
+        f"A: {visible(path_a)} ({len(result.a)} firings)",
+        f"B: {visible(path_b)} ({len(result.b)} firings)",
+        f"{result.aligned} firings aligned by phase, hook, module and call; "
+        f"{result.only_in('a')} only in A, {result.only_in('b')} only in B",
+        f"a number differs when |a - b| > atol + rtol * scale (rtol {tol.rtol:g}, atol {tol.atol:g})",
+        "",
+    ]
+    first = result.first_difference
+    if first is None:
+        lines.append("the runs agree: every tensor of every firing within the tolerance")
+    else:
+        lines.append(f"first difference ({result.differing} of {len(result.firings)} firings differ):")
+        lines += ["  " + line for line in firing_report(result, first)]
+    modules = result.modules()
+    if modules:
+        lines += ["", "largest relative difference per module:"]
+        width = max(len(visible(m.module) or "(root)") for m in modules)
+        type_width = max(len(visible(m.module_type)) for m in modules)
+        for m in modules:
+            event = result.a[m.firing.a]
+            mark = "≠" if m.tensor.differs else " "
+            where = f"#{event.index} {event.hook} {visible(m.tensor.name)} {m.tensor.what}" if m.rel else "identical"
+            lines.append(f"  {mark} {(visible(m.module) or '(root)'):{width}}  {visible(m.module_type):{type_width}}  {rel_text(m.rel):>8}  {where}")
+    return "\n".join(lines)
+
+
+# -- JSON ---------------------------------------------------------------------------------
+def _number(value: float | None):
+    """JSON has no NaN or Infinity: spelled "nan", "inf", "-inf" as in trace files."""
+    return value if value is None or math.isfinite(value) else str(value)
+
+
+def firing_json(result: Comparison, firing: FiringDiff) -> dict:
+    phase, hook, module, call, _ = firing.key
+    out = {
+        "index_a": None if firing.a is None else result.a[firing.a].index,
+        "index_b": None if firing.b is None else result.b[firing.b].index,
+        "phase": phase,
+        "hook": hook,
+        "module": module,
+        "call": call,
+        "rel": _number(firing.rel),
+        "tensors": [
+            {"name": t.name, "differs": t.differs, "rel": _number(t.rel), "what": t.what, "a": _number(t.a), "b": _number(t.b), "reason": t.reason}
+            for t in firing.tensors
+            if t.differs
+        ],
+    }
+    if firing.a is None or firing.b is None:
+        out["only_in"] = "A" if firing.b is None else "B"
+    return out
+
+
+def as_json(result: Comparison, path_a: str, path_b: str) -> dict:
+    first = result.first_difference
+    return {
+        "agree": result.agree,
+        "rtol": result.tolerance.rtol,
+        "atol": result.tolerance.atol,
+        "a": {"path": path_a, "firings": len(result.a)},
+        "b": {"path": path_b, "firings": len(result.b)},
+        "aligned": result.aligned,
+        "only_in_a": result.only_in("a"),
+        "only_in_b": result.only_in("b"),
+        "differing_firings": result.differing,
+        "first_difference": None if first is None else firing_json(result, first),
+        "modules": [
+            {
+                "module": m.module,
+                "type": m.module_type,
+                "rel": _number(m.rel),
+                "differs": m.tensor.differs,
+                "index_a": result.a[m.firing.a].index,
+                "hook": result.a[m.firing.a].hook,
+                "tensor": m.tensor.name,
+                "what": m.tensor.what,
+            }
+            for m in result.modules()
+        ],
+    }
+

@@ -1,0 +1,86 @@
+"""`hooktui run SCRIPT.py [ARGS...]`: run your training script as `python SCRIPT.py ARGS`
+would (as `__main__`, with its folder importable and `sys.argv` set), with the terminal
+handed to the app only when a `hooktui.debug` call (or a `hooktui.guard` that stops) opens
+it, like `python -m pdb script.py`.
+
+What it adds to a plain run: a `hooktui.guard` without `on_error` opens the app at the first
+NaN/Inf instead of only raising (where a terminal is attached); quitting the app ends the
+script with status 0 and one line instead of hooktui.Quit's status 1; what the script
+writes to stdout while the app is open (also from C code) is shown after the app, never on
+top of it. The script's own exception is shown as Python shows it (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+
+from ..cli import EXIT_BAD_INPUT
+from ..loop import where
+from ..loop.errors import Quit
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hooktui run",
+        description="Run a Python script with hooktui.debug / hooktui.guard active (like python -m pdb SCRIPT).",
+    )
+    parser.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
+    return parser
+
+
+def run_script(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    script = args.script
+    if os.path.isdir(script):
+        print(f"hooktui: run: {script}: is a folder; give the Python script to run", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not os.path.isfile(script):
+        print(f"hooktui: run: {script}: no such file", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [script, *args.args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    where.under_hooktui_run = True
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except Quit as quit:
+        print(f"hooktui: quit in the debugger at {quit.where or script}; the script stopped there", file=sys.stderr)
+        return 0
+    except SystemExit as exc:  # the script's own sys.exit()
+        return _exit_code(exc)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException:
+        _print_script_traceback(script)
+        return 1
+    finally:
+        where.under_hooktui_run = False
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_script_traceback(script: str) -> None:
+    """The traceback as `python SCRIPT.py` prints it: from the script's own frame on
+    (hooktui's and runpy's frames before it are left out)."""
+    kind, exc, tb = sys.exc_info()
+    target = os.path.abspath(script)
+    start = tb
+    while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != target:
+        start = start.tb_next
+    traceback.print_exception(kind, exc, start or tb)

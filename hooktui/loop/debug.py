@@ -1,0 +1,102 @@
+"""`hooktui.debug(model, step)`: one step of the user's own program under the debugger.
+
+The step (a callable returning the loss, or a model's inputs and a loss_fn) runs forward
+and backward with every firing recorded, as a real training step: `.grad` accumulates and
+buffers move exactly as with a plain `loss.backward()`, and nothing of hooktui stays on
+the model. With a terminal the app opens on it (the step on a worker thread, under the
+caller's grad mode and autocast: engine/thread_state.py); without one, or on a rank other
+than HOOKTUI_RANK, the step is recorded to a trace file (where.py). Then the program goes
+on: `debug` returns the loss, raises the step's own exception if it raised one, or
+raises hooktui.Quit when the app was quit before the step ended.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..engine.session import Session, Trace
+from ..engine.thread_state import ThreadState
+from ..engine.trace_file import write_trace
+from . import in_app, where
+from .errors import Quit
+from .guard import set_aside
+
+ON_QUIT = ("raise", "return")
+
+
+def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, *, on_quit: str = "raise") -> torch.Tensor:
+    """Run one training step of `model` under hooktui and return its loss (detached).
+
+    `step`: a zero-argument callable that runs the forward and returns the loss
+    (`lambda: criterion(model(x), y)`; with a GradScaler return `scaler.scale(loss)`: backward
+    starts from what the step returns). Or the model's inputs, with an optional `loss_fn`
+    (the model-file style). Backward runs as `loss.backward()`: afterwards `.grad` holds
+    what a plain step leaves (added to gradients already there), so `optimizer.step()`
+    trains as without hooktui.
+
+    With a terminal the app opens; `q` before the step ended raises hooktui.Quit
+    (`on_quit="return"`: the rest of the step runs without pausing and `debug` returns).
+    Without one (or on a rank other than HOOKTUI_RANK) the step is recorded to a trace
+    file whose name is printed on stderr. An exception raised by the step is raised again
+    here, once it has been shown.
+    """
+    if on_quit not in ON_QUIT:
+        raise ValueError(f"on_quit must be one of {ON_QUIT}, got {on_quit!r}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"hooktui.debug needs the model (an nn.Module) first, got {type(model).__name__}")
+    user_step = step if callable(step) and not isinstance(step, (torch.Tensor, nn.Module)) else None
+    if user_step is not None and loss_fn is not None:
+        raise TypeError("hooktui.debug: loss_fn goes with inputs; a step callable computes its loss itself")
+    call_site = where.call_site()
+    app = where.opens_app()
+    distributed = where.process_rank() is not None
+    path = where.new_trace_path() if distributed or not app else None  # checked before the step runs
+    session = Session(
+        model,
+        None if user_step is not None else step,
+        loss_fn,
+        step=user_step,
+        restore_model=False,
+        thread_state=ThreadState.capture(),
+        quit_finishes=on_quit == "return",
+        pause=app,
+        label=f"{type(model).__name__} (hooktui.debug at {call_site})",
+        legacy=app,  # the app can show legacy firings (L); a recording leaves them out
+    )
+    with set_aside(model):  # a hooktui.guard on this model: this step is debug's
+        if app:
+            session.gate.skip_hooks.add("legacy_backward")
+            in_app.debug_in_app(session, call_site, on_quit)
+        else:
+            session.run()
+    if path is not None:
+        _save(session.trace, path)
+    return _outcome(session.trace, call_site)
+
+
+def _outcome(trace: Trace, call_site: str) -> torch.Tensor:
+    if trace.state == "quit":
+        raise Quit(call_site)
+    if trace.exception is not None:
+        exception, trace.exception = trace.exception, None
+        raise exception  # the step's own exception, as the program would have seen it
+    assert trace.loss is not None and trace.state == "finished", trace.state
+    return trace.loss
+
+
+def _save(trace: Trace, path) -> None:
+    events = [e for e in trace.events if e.hook != "legacy_backward"]
+    try:
+        write_trace(path, trace.info, events)
+    except OSError as exc:  # the step has run: say so, and let the program go on
+        print(f"hooktui: could not save the trace to {path}: {exc.strerror or exc}", file=sys.stderr)
+        return
+    rank = where.process_rank()
+    who = "" if rank is None else f"rank {rank}: "
+    name = where.shown(path)
+    print(f"hooktui: {who}recorded the step ({len(events)} firings) to {name}; open it with: hooktui view {name}", file=sys.stderr)

@@ -1,0 +1,59 @@
+"""One rank of the two-process test (test_distributed.py): a DDP step under hooktui.debug.
+
+Both ranks are given a terminal (as under torchrun in an interactive shell); the app, where
+it opens, is driven by Textual's pilot (`c` to the end, then `q`). Writes what happened to
+the JSON file named by argv[1]."""
+
+import asyncio
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+import hooktui
+import hooktui.loop.in_app
+import hooktui.loop.where
+
+
+def open_app(app) -> None:
+    opened.append(True)
+
+    async def drive() -> None:
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            while app.state != "paused":
+                await pilot.pause(0.01)
+            await pilot.press("c")
+            while app.state not in ("finished", "failed"):
+                await pilot.pause(0.01)
+            await pilot.press("q")
+
+    asyncio.run(drive())
+
+
+def build() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1))
+
+
+opened: list[bool] = []
+hooktui.loop.where.terminal_attached = lambda: True
+hooktui.loop.in_app.open_app = open_app
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+x = torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))  # each rank its own batch
+model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
+
+loss = hooktui.debug(model, lambda: model(x).pow(2).mean())
+twin(x).pow(2).mean().backward()  # the same step in plain torch (gradients averaged over the ranks)
+
+same = all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
+gathered = [None, None]
+dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
+dist.destroy_process_group()
+with open(sys.argv[1], "w") as out:
+    json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
+               "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss)}, out)

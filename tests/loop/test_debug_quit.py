@@ -1,0 +1,119 @@
+"""Leaving the app of `hooktui.debug`: `q` before the step ended raises hooktui.Quit in the
+caller (or, with on_quit="return", lets the step finish and returns); the step's own
+exception reaches the caller; a step inside a long forward is waited for, never killed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import hooktui
+import hooktui.loop.in_app
+from loop_helpers import assert_same_state, batch, continue_then_quit, hook_dicts, net_and_twin, quit_at_first_pause, use_pilot, wait_for
+
+
+def test_q_raises_quit_and_leaves_no_hook(monkeypatch):
+    use_pilot(monkeypatch, quit_at_first_pause)
+    net, _ = net_and_twin()
+    x, y = batch()
+    before = hook_dicts(net)
+    with pytest.raises(hooktui.Quit) as caught:
+        hooktui.debug(net, lambda: F.cross_entropy(net(x), y))
+    assert isinstance(caught.value, SystemExit) and not isinstance(caught.value, Exception)
+    assert "test_debug_quit.py" in str(caught.value.code)  # where the program called debug
+    assert hook_dicts(net) == before
+    assert all(p.grad is None for p in net.parameters())  # stopped in forward: no backward ran
+
+
+def test_on_quit_return_finishes_the_step(monkeypatch):
+    use_pilot(monkeypatch, quit_at_first_pause)
+    net, twin = net_and_twin()
+    x, y = batch()
+    torch.manual_seed(5)
+    expected = F.cross_entropy(twin(x), y)
+    expected.backward()
+    torch.manual_seed(5)
+    loss = hooktui.debug(net, lambda: F.cross_entropy(net(x), y), on_quit="return")
+    assert torch.equal(loss, expected.detach())
+    assert_same_state(net, twin)
+
+
+class Raises(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        raise KeyError("no such column")
+
+
+@pytest.mark.parametrize("path", ["app", "record"])
+def test_the_steps_own_exception_reaches_the_caller(monkeypatch, path):
+    if path == "app":
+        shown = []
+
+        async def script(pilot):
+            app = pilot.app
+            await wait_for(pilot, lambda: app.state == "paused", "the first pause")
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "failed", "the failure")
+            shown.append(app.history.error.error.type)
+            await pilot.press("escape", "q")
+
+        use_pilot(monkeypatch, script)
+    else:
+        monkeypatch.setattr(hooktui.loop.where, "terminal_attached", lambda: False)
+    model = Raises()
+    with pytest.raises(KeyError, match="no such column"):
+        hooktui.debug(model, lambda: model(torch.ones(1, 2)).sum())
+    if path == "app":
+        assert shown == ["KeyError"]  # the app showed it before the caller got it
+
+
+class SlowForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 1)
+
+    def forward(self, x):
+        h = self.a(x)
+        time.sleep(1.0)  # the app is quit in here: nothing can stop the step before self.b
+        return self.b(h)
+
+
+def test_quit_during_a_long_forward_waits_for_the_next_module_call(monkeypatch, capsys):
+    monkeypatch.setattr(hooktui.loop.in_app, "WAIT_QUIETLY", 0.05)
+    model = SlowForward()
+    quit_at = []
+
+    async def script(pilot):
+        app = pilot.app
+        await wait_for(pilot, lambda: app.state == "paused", "the first pause")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: app.state == "running" and len(app.history) >= 3, "the step inside the sleep")
+        quit_at.append(time.monotonic())
+        await pilot.press("q")
+
+    use_pilot(monkeypatch, script)
+    with pytest.raises(hooktui.Quit):
+        hooktui.debug(model, lambda: model(torch.ones(1, 2)).sum())
+    waited = time.monotonic() - quit_at[0]
+    assert 0.3 < waited < 5.0
+    assert "waiting for the step to reach its next module call" in capsys.readouterr().err
+    assert model.b.weight.grad is None and hook_dicts(model) == []
+
+
+def test_bad_arguments_are_refused_before_the_step_runs():
+    net, _ = net_and_twin()
+    ran = []
+    with pytest.raises(ValueError, match="on_quit"):
+        hooktui.debug(net, lambda: ran.append(1), on_quit="ignore")
+    with pytest.raises(TypeError, match="loss_fn goes with inputs"):
+        hooktui.debug(net, lambda: ran.append(1), loss_fn=lambda o: o)
+    with pytest.raises(TypeError, match="nn.Module"):
+        hooktui.debug(lambda: 1, net)
+    assert ran == []

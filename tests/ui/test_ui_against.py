@@ -1,0 +1,61 @@
+"""`hooktui view A --against B`: the app opens where the runs part, marks every firing that
+differs (≠, the first ≠1st), and shows B's numbers beside each tensor."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import DataTable
+
+from hooktui.engine.compare import compare
+from hooktui.engine.loader import load_target
+from hooktui.engine.records import Event
+from hooktui.engine.session import record
+from hooktui.engine.trace_file import event_json
+from hooktui.ui.against import Against
+from hooktui.ui.app import HooktuiApp
+from hooktui.ui.screens.overview import OverviewScreen
+from hooktui.ui.widgets.overview import OverviewRows
+from hooktui.ui.widgets.tensors import TensorsPane
+
+from ui_helpers import SAMPLES, run, wait_for
+
+
+def saved_run():
+    loaded = load_target(SAMPLES / "seed.py")
+    trace = record(loaded.model, loaded.inputs, loaded.loss_fn)
+    return trace.info, [Event.from_dict(json.loads(event_json(e))) for e in trace.events]
+
+
+def test_view_against_opens_at_the_first_divergence():
+    info, a = saved_run()
+    _, b = saved_run()
+    # B: fc2's output (and what follows from it in the loss) shifted: its max moved by 0.5.
+    position = next(i for i, e in enumerate(b) if e.hook == "forward" and e.module == "fc2")
+    output = next(t for t in b[position].tensors if t.name == "output")
+    output.stats.max += 0.5
+    app = HooktuiApp(recorded=(info, a), against=Against("b.jsonl", compare(a, b)), show_timings=False)
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await pilot.pause()
+            assert app.history.cursor == position
+            rows = ["".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()]
+            marked = [r for r in rows if "≠" in r and (" fwd " in r or " bwd " in r)]  # timeline rows
+            assert len(marked) == 1 and "≠1st" in marked[0] and " fc2 " in marked[0]
+            table = app.query_one(TensorsPane).query_one(DataTable)
+            columns = [str(c.label) for c in table.ordered_columns]
+            assert columns[:5] == ["tensor", "shape", "vs B", "stats", "B"]
+            cells = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+            assert str(cells["output"][2]).startswith("≠") and "max" in str(cells["output"][2])
+            assert f"{output.stats.max:.4g}" in str(cells["output"][4])
+            assert str(cells["args[0]"][2]).startswith("= ")  # fc2's input did not change
+            # The overview marks fc2's row.
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen), "the overview")
+            await pilot.pause()
+            overview = app.screen.query_one(OverviewRows)
+            flagged = [r.module for i, r in enumerate(overview.calls.rows) if overview._mark(r)]
+            assert flagged == ["fc2"]
+
+    run(script())
