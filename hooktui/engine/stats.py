@@ -210,7 +210,7 @@ def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int, total: f
     if has_nonfinite:
         work = work[torch.isfinite(work)]
     n = work.numel()
-    sample = work[:: max(1, math.ceil(n / sample_size))].clone()
+    sample = _strided_sample(work, n, sample_size)
     if n == 0:
         return (0, None, None, None, None, None), sample
     lo_t, hi_t = torch.aminmax(work)
@@ -310,7 +310,25 @@ def leading_block_shape(shape: list[int], budget: int) -> list[int]:
 
 
 def _block(t: torch.Tensor, keep: list[int]) -> torch.Tensor:
-    for dim, k in enumerate(keep):
-        if k < t.shape[dim]:
-            t = t.narrow(dim, 0, k)
-    return t
+    """t[:keep[0], :keep[1], ...]: the same strides and offset, a smaller shape (one view
+    instead of a narrow per dimension)."""
+    return t.as_strided(keep, t.stride(), t.storage_offset())
+
+
+# (elements, step, device) -> the indices of an evenly strided sample: gathering with them
+# costs less than copying a strided slice.
+_SAMPLE_INDICES: dict[tuple, torch.Tensor] = {}
+
+
+def _strided_sample(work: torch.Tensor, n: int, sample_size: int) -> torch.Tensor:
+    """work[::step], copied, with step = ceil(n / sample_size) (every element when n fits)."""
+    step = max(1, math.ceil(n / sample_size))
+    if step == 1 or work.dim() != 1:
+        return work[::step].clone()
+    key = (n, step, work.device)
+    index = _SAMPLE_INDICES.get(key)
+    if index is None:
+        if len(_SAMPLE_INDICES) >= 256:
+            _SAMPLE_INDICES.clear()
+        index = _SAMPLE_INDICES[key] = torch.arange(0, n, step, device=work.device)
+    return work.index_select(0, index)

@@ -192,3 +192,28 @@ def test_leading_block_of_a_3d_tensor():
         k = record.values_shape
         assert len(record.values) == k[0] * k[1] * k[2] <= budget
         assert record.values == t[: k[0], : k[1], : k[2]].reshape(-1).double().tolist()
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.transpose(0, 2),  # strides out of order
+        lambda t: t[3:, 10:90:3, 1:],  # an offset, strided slice
+        lambda t: t[:1].expand(40, 100, 100),  # stride 0: one row repeated
+    ],
+    ids=["transposed", "offset-slice", "expanded"],
+)
+def test_value_block_and_stats_of_a_non_contiguous_view(view):
+    base = torch.arange(8 * 100 * 100, dtype=torch.float32).reshape(8, 100, 100).sin()
+    t = view(base)
+    record = describe("x", t, StatsOptions(max_values=1024))
+    k = record.values_shape
+    assert record.values == t[tuple(slice(0, n) for n in k)].reshape(-1).double().tolist()
+    # Larger than a snapshot: exact moments, a histogram of an evenly strided sample.
+    want, s = expected_stats(t.numpy()), record.stats
+    for key in ("min", "max", "mean", "absmax", "norm", "std"):
+        assert math.isclose(getattr(s, key), want[key], rel_tol=1e-5, abs_tol=1e-6), key
+    flat = t.reshape(-1).double()
+    sample = flat[:: math.ceil(t.numel() / StatsOptions().snapshot_size)]
+    assert s.hist_sampled == sample.numel() == sum(s.hist)
+    assert s.hist == torch.histc(sample, HIST_BINS, s.min, s.max).long().tolist()
