@@ -27,6 +27,9 @@ class ParamGradHooks:
         # While hunting a non-finite value: records of the .grad a parameter already held,
         # non-finite, when a backward started (its own firing shows it beside the new one).
         self._bad_before: dict[int, object] = {}
+        # Parameters that had no post-accumulate-grad hook dict before ours: set back to
+        # None once ours is removed (the dict would stay, empty, on every parameter).
+        self._had_none: list = []
 
     def install(self, model: nn.Module) -> None:
         """Hook every parameter not hooked yet. A lazy module's parameters take hooks only
@@ -34,6 +37,8 @@ class ParamGradHooks:
         for qualified, param in model.named_parameters():
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
+                if param._post_accumulate_grad_hooks is None:
+                    self._had_none.append(param)
                 owner, _, short = qualified.rpartition(".")
                 name = f"{short}.grad"  # one string for every firing of this parameter
                 self._handles.append(
@@ -57,6 +62,10 @@ class ParamGradHooks:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        for param in self._had_none:
+            if not param._post_accumulate_grad_hooks:
+                param._post_accumulate_grad_hooks = None
+        self._had_none.clear()
         self._hooked.clear()
         self._nodes.clear()
         self._bad_before.clear()

@@ -158,3 +158,25 @@ def test_unchanged_after_a_failed_run():
     trace = hooktui.record(model, torch.ones(1, 2))
     assert trace.failed
     assert_unchanged(model, before)
+
+
+def test_hook_dicts_are_left_as_small_as_an_untraced_models():
+    """Removing a hook leaves a dict's grown table behind (~200 bytes, five dicts per
+    module, one per parameter): a traced model must not keep them."""
+    import sys
+
+    def sizes(model: nn.Module):
+        return (
+            [sys.getsizeof(d) for m in model.modules() for d in vars(m).values() if isinstance(d, dict)],
+            [p._post_accumulate_grad_hooks for p in model.parameters()],
+        )
+
+    torch.manual_seed(0)
+    traced, untouched = nn.Sequential(nn.Linear(4, 4), nn.GELU()), nn.Sequential(nn.Linear(4, 4), nn.GELU())
+    kept = traced[0].bias.register_post_accumulate_grad_hook(lambda p: None)  # the user's own: stays
+    untouched[0].bias.register_post_accumulate_grad_hook(lambda p: None)
+    trace = hooktui.record(traced, torch.randn(2, 4))
+    assert not trace.failed and any(e.hook == "param_grad" for e in trace.events)
+    assert sizes(traced)[0] == sizes(untouched)[0]
+    hooks = sizes(traced)[1]
+    assert hooks[0] is None and len(hooks[1]) == 1 and kept.id in hooks[1]
