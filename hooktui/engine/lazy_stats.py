@@ -123,7 +123,8 @@ class HostSnapshot(_Summary):
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
-        self._compact()
+        if self._result is None:
+            self._resolve(keep_block=False)
         with _resolve_lock:
             self.block = None
 
@@ -146,20 +147,21 @@ class HostSnapshot(_Summary):
         head = self.head
         return self._result, block, head.wide, None if block is None else head.block_shape
 
-    def _resolve(self) -> None:
-        if self.counts is None:
-            self.nonfinite_counts()
+    def _resolve(self, keep_block: bool = True) -> None:
+        """`keep_block` False: the value block is about to be dropped (not worth building)."""
         with _resolve_lock:
             if self._result is None:
                 head = self.head
+                block = self.block if keep_block else None
                 if self.values is not None:
                     values = _np(self.values)
-                    block = self.block
+                    if self.counts is None:
+                        self.counts = _counts_in(values) if self.values.is_floating_point() else _NO_NONFINITE
                     if block is WHOLE:
                         block = _cut(values.reshape(head.shape), head.block_shape)
                     result = finish(head, self.counts, None, values, True, block)
                 else:
-                    result = finish(head, self.counts, self.moments, _np(self.sample), False, self.block)
+                    result = finish(head, self.counts, self.moments, _np(self.sample), False, block)
                 packed, block, _, _ = _compacted(result, head.wide)
                 self.values = self.sample = self.moments = None
                 self.block = block
@@ -214,6 +216,13 @@ def _nbytes(t) -> int:
 
 
 _NO_NONFINITE = (0, 0, 0)
+
+
+def _counts_in(values: np.ndarray) -> tuple[int, int, int]:
+    """(NaN, +Inf, -Inf) in float64 values (float32 ones, widened: their sum cannot overflow)."""
+    if math.isfinite(float(values.sum())):
+        return _NO_NONFINITE
+    return int(np.isnan(values).sum()), int(np.isposinf(values).sum()), int(np.isneginf(values).sum())
 
 
 def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
@@ -400,6 +409,7 @@ def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool,
     finite mean)."""
     nan, posinf, neginf = counts
     finite = sample[np.isfinite(sample)] if (nan or posinf or neginf or not sample_is_all) else sample
+    x = None  # the finite values scaled by the largest magnitude
     if moments is None:
         n_finite = finite.size
         lo = hi = mean = std = norm = None
@@ -407,8 +417,11 @@ def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool,
             lo, hi = float(finite.min()), float(finite.max())
             scale = max(abs(lo), abs(hi)) or 1.0
             x = finite / scale
-            mean = float(x.mean()) * scale
-            std = float(x.std(ddof=1)) * scale if n_finite > 1 else None
+            mean_x = float(x.sum()) / n_finite
+            mean = mean_x * scale
+            if n_finite > 1:
+                centred = x - mean_x
+                std = math.sqrt(float(np.dot(centred, centred)) / (n_finite - 1)) * scale
             norm = math.sqrt(float(np.dot(x, x))) * scale
     else:
         n_finite, lo, hi, mean, std, norm = moments
@@ -431,10 +444,13 @@ def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool,
     )
     if n_finite:
         scale = max(abs(lo), abs(hi)) or 1.0
-        x = finite / scale
+        if x is None:
+            x = finite / scale
         lo_s = lo / scale
         span = max(hi / scale - lo_s, np.finfo(np.float64).tiny)
-        bins = np.clip(np.floor((x - lo_s) / span * HIST_BINS), 0, HIST_BINS - 1).astype(np.int64)
+        # Non-negative (lo is the minimum): truncation is floor; the maximum lands in the last bin.
+        bins = ((x - lo_s) / span * HIST_BINS).astype(np.intp)
+        np.minimum(bins, HIST_BINS - 1, out=bins)
         stats.hist = np.bincount(bins, minlength=HIST_BINS).tolist()
         stats.hist_range = [lo, hi]
         stats.zeros = _zeros(finite, n_finite, lo, hi, sample_is_all)

@@ -214,3 +214,33 @@ def test_past_the_snapshot_budget_the_oldest_firings_keep_their_stats_and_drop_t
     assert newest.values == [39.0] * 1024 and newest.stats.mean == 39.0
     kept = sum(r.values is not None for r in records)
     assert 8 <= kept <= 17
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64], ids=str)
+def test_summaries_evicted_by_the_budget_keep_exact_statistics(monkeypatch, dtype):
+    """Eviction resolves a summary without its value block: its numbers are those of
+    the tensor at its firing, computed here with numpy."""
+    monkeypatch.setattr(lazy_stats, "SNAPSHOT_BUDGET_BYTES", 16 * 1024)
+    tensors = [_with_nonfinite(500 + i, dtype) * (i + 1) for i in range(30)]
+    tensors[3][:] = 0  # all zeros
+    records = [describe("x", t) for t in tensors]
+    assert records[0].values is None  # evicted
+    for t, record in zip(tensors, records):
+        v = t.double().numpy()
+        finite = v[np.isfinite(v)]
+        s = record.stats
+        assert (s.nan, s.posinf, s.neginf) == (int(np.isnan(v).sum()), int(np.isposinf(v).sum()), int(np.isneginf(v).sum()))
+        assert s.finite == finite.size and s.zeros == int((finite == 0).sum())
+        assert (s.min, s.max) == (finite.min(), finite.max())
+        for got, want in ((s.mean, finite.mean()), (s.std, finite.std(ddof=1)), (s.norm, np.sqrt((finite**2).sum()))):
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+        lo, hi = finite.min(), finite.max()
+        if hi > lo:
+            # 16 equal bins over [min, max], the maximum in the last; a value on an edge
+            # may fall either side (rounding), so those are allowed to move.
+            position = (finite - lo) / (hi - lo) * HIST_BINS
+            want_hist = np.bincount(np.minimum(np.floor(position), HIST_BINS - 1).astype(int), minlength=HIST_BINS)
+            on_edge = int((np.abs(position - np.round(position)) < 1e-9).sum())
+            assert sum(s.hist) == finite.size and np.abs(np.array(s.hist) - want_hist).sum() <= 2 * on_edge
+        else:
+            assert s.hist[0] == finite.size
