@@ -103,6 +103,7 @@ class HooktuiApp(NavigationActions, App):
         self._error_shown = False
         self._summary_shown = False
         self._jumped_from: tuple[int, int] | None = None  # (from, to) of the last `j`
+        self._tree_marked: tuple | None = None  # (phase, cursor, module, breakpoints) the tree's marks show
         # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
         # the status line and the Explain pane.
         self.stops: dict[int, Stop] = {}
@@ -333,11 +334,21 @@ class HooktuiApp(NavigationActions, App):
     def _render_tree(self, event: Event | None) -> None:
         history = self.history
         tree = self.module_tree
+        breakpoints = self._breakpoint_modules()
         if event is None:
-            tree.update_marks(None, self._breakpoint_modules(), lambda m: False)
+            self._tree_marked = None
+            tree.update_marks(None, breakpoints, lambda m: False)
             return
-        phase = event.phase
-        tree.update_marks(event.module, self._breakpoint_modules(), lambda m: history.visited(m, phase, history.cursor))
+        phase, cursor = event.phase, history.cursor
+        # Only the marks that can differ from the last ones drawn: the modules first fired
+        # between the two cursors (same phase), the two current ones, the breakpoints toggled.
+        changed = None
+        last = self._tree_marked
+        if last is not None and last[0] == phase:
+            low, high = sorted((last[1], cursor))
+            changed = {*history.first_fired_between(phase, low, high), last[2], event.module, *(last[3] ^ breakpoints)}
+        self._tree_marked = (phase, cursor, event.module, breakpoints)
+        tree.update_marks(event.module, breakpoints, lambda m: history.visited(m, phase, cursor), changed)
         if not tree.has_focus:
             tree.show_module(event.module)
 

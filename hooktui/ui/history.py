@@ -8,6 +8,7 @@ list but moving skips them: `latest` is the last firing that is not hidden.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from ..engine.breakpoints import BreakpointList, Stop
@@ -21,6 +22,8 @@ class History:
         self.follow = True
         # (phase, module) -> index of its first firing in that phase.
         self._first: dict[tuple[str, str], int] = {}
+        # phase -> (positions, modules) of those first firings, in order of position.
+        self._firsts: dict[str, tuple[list[int], list[str]]] = {}
         self.per_phase: dict[str, int] = {}
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
@@ -66,7 +69,12 @@ class History:
         added = 0
         for event in events:
             self.events.append(event)
-            self._first.setdefault((event.phase, event.module), len(self.events) - 1)
+            key = (event.phase, event.module)
+            if key not in self._first:
+                position = self._first[key] = len(self.events) - 1
+                positions, modules = self._firsts.setdefault(event.phase, ([], []))
+                positions.append(position)
+                modules.append(event.module)
             if event.hook == "error":
                 self.error, self.error_position = event, len(self.events) - 1
             else:
@@ -90,6 +98,12 @@ class History:
         """Did `module` fire in `phase` at or before position `upto`?"""
         first = self._first.get((phase, module))
         return first is not None and first <= upto
+
+    def first_fired_between(self, phase: str, after: int, upto: int) -> list[str]:
+        """The modules whose first firing in `phase` is at a position in (after, upto]:
+        the ones whose `visited` changes when the cursor moves between the two."""
+        positions, modules = self._firsts.get(phase, ((), ()))
+        return list(modules[bisect_right(positions, after) : bisect_right(positions, upto)])
 
     def find_stop(self, breakpoints: BreakpointList, break_on_backward: bool) -> tuple[int, Stop | None] | None:
         """The first known firing after the cursor where a run would pause, and why.

@@ -14,16 +14,13 @@ from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from ...engine.born import where_born
 from ...engine.breakpoints import Stop
 from ...engine.records import Event, TraceInfo
 from ...explain import Statement, explain
 from ...format import shape_text
-from .text_update import set_text
+from .text_view import TextView
 
 MARK = {True: ("✓ ", "bold green"), False: ("✗ ", "bold red"), None: ("• ", "dim")}
 
@@ -113,10 +110,9 @@ def stop_text(stop: Stop, events: Sequence[Event]) -> Text:
     return text
 
 
-class ExplainPane(VerticalScroll):
+class ExplainPane(TextView):
     DEFAULT_CSS = """
     ExplainPane { height: 1fr; padding: 0 1; scrollbar-size: 1 1; }
-    ExplainPane > #explain-text { height: auto; }
     """
 
     def __init__(
@@ -132,10 +128,6 @@ class ExplainPane(VerticalScroll):
         self._args: tuple = (event, events, info, set(hidden or ()))
         self._key: tuple | None = None
         self.statements: list[Statement] = []
-        self.renderable: RenderableType = ""  # what the pane shows now
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="explain-text")
 
     def on_mount(self) -> None:
         self._composed = True
@@ -152,11 +144,9 @@ class ExplainPane(VerticalScroll):
         if key == self._key:
             return
         self._key = key
-        static = self.query_one("#explain-text", Static)
         if event is None:
             self.statements = []
-            self.renderable = ""
-            set_text(static, "")
+            self.set_renderable("")
             return
         self.statements = explain(event, events, info)
         # A module or hook breakpoint is said in the status line; a value one needs words.
@@ -170,5 +160,4 @@ class ExplainPane(VerticalScroll):
             parts += [body, Text(""), side_by_side(*pair, events, info)]
         else:
             parts.append(body)
-        self.renderable = Group(*parts)
-        set_text(static, self.renderable)
+        self.set_renderable(Group(*parts))

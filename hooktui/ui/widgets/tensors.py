@@ -14,6 +14,7 @@ from ...engine.records import Event, TensorRecord
 from ...format import number, shape_text, stats_line
 from ..messages import TensorChosen
 from .text_update import set_text
+from .pane_table import PaneTable
 
 # `view --against`: tensor name -> (the other run's tensor, how the two compare).
 Twins = dict[str, tuple[TensorRecord | None, TensorDiff]]
@@ -117,7 +118,7 @@ class TensorsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="notes")
-        yield DataTable(cursor_type="row", zebra_stripes=False, id="tensor-table")
+        yield PaneTable(cursor_type="row", zebra_stripes=False, id="tensor-table")
 
     def on_mount(self) -> None:
         self._composed = True

@@ -9,6 +9,7 @@ extended incrementally as firings arrive.
 from __future__ import annotations
 
 import fnmatch
+from array import array
 from bisect import bisect_left
 
 from rich.segment import Segment
@@ -120,7 +121,9 @@ class Timeline(ScrollView, can_focus=True):
         self.module_width = max(6, min(module_width, 28))
         self.filter_text = ""
         self.hidden: set[str] = set(hidden or ())  # hook kinds left out (legacy_backward when off)
-        self._rows: list[int] | None = [] if self.hidden else None  # positions matching the filter; None = all
+        # Positions matching the filter (None = all), packed: with legacy firings hidden it
+        # holds nearly every firing, and a list of ints costs 36 bytes each, this 8.
+        self._rows: array | None = array("q") if self.hidden else None
         self._scanned = 0  # positions checked against the filter so far
         self._cache: LRUCache[tuple[int, bool], Strip] = LRUCache(512)
         self._shown = -1
@@ -169,7 +172,7 @@ class Timeline(ScrollView, can_focus=True):
         self._refilter()
 
     def _refilter(self) -> None:
-        self._rows = None if not self.filter_text and not self.hidden else []
+        self._rows = None if not self.filter_text and not self.hidden else array("q")
         self._scanned = 0
         self._cache.clear()
         self.grow()

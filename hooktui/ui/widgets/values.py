@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 from ...engine.records import TensorRecord
 from ...format import number, shape_text
 from .text_update import set_text
+from .pane_table import PaneTable
 
 
 def dims_text(shape: list[int]) -> str:
@@ -115,7 +116,7 @@ class ValuesPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="values-title")
-        yield DataTable(cursor_type="cell", fixed_columns=1, show_row_labels=False, id="values-table")
+        yield PaneTable(cursor_type="cell", fixed_columns=1, show_row_labels=False, id="values-table")
 
     def on_mount(self) -> None:
         self._composed = True

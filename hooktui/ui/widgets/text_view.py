@@ -1,0 +1,82 @@
+"""A scrollable block of text whose new text never lays the screen out again.
+
+A Static of `height: auto` in a scrolling container (the usual way) changes height with
+its text, and a change of height asks for a layout of the whole screen, which then
+arranges and draws every pane again (and the Static's new size asks for a second one).
+The Explain pane's text changes length at almost every step. Here the text is drawn with
+the Line API instead, like the timeline: a new text only changes the virtual height, which
+only the scrollbar needs to know, unless the bar appears or goes.
+
+The lines are rendered the way a Static renders them (Textual's Visual), so the pane
+looks the same as before.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.visual import Visual, visualize
+
+
+class TextView(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    TextView { overflow-x: hidden; overflow-y: auto; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.renderable: RenderableType = ""  # what the pane shows now
+        self._lines: tuple[int, list[Strip], int] | None = None  # (width, lines, height) of the renderable
+
+    def set_renderable(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._lines = None
+        self._fit()
+        self.refresh()
+
+    def _render_lines_at(self, width: int) -> tuple[list[Strip], int]:
+        """The lines at `width`, and the height a Static would give them (a trailing
+        blank line of a Rich renderable is drawn but not counted)."""
+        if self._lines is None or self._lines[0] != width:
+            visual = visualize(self, self.renderable, markup=False)
+            if width > 0:
+                self._lines = (width, Visual.to_strips(self, visual, width, None, self.visual_style), visual.get_height(self.styles, width))
+            else:
+                self._lines = (width, [], 0)
+        return self._lines[1], self._lines[2]
+
+    def _fit(self) -> None:
+        """The virtual size for the text at the current width, and the bar it needs."""
+        if not self.is_mounted:
+            return
+        width, height = self.size  # inside the padding; the bar takes a column of it
+        if width <= 0:
+            return  # not laid out yet: on_resize fits it
+        _, lines = self._render_lines_at(width)
+        bar = self.styles.scrollbar_size_vertical if self.styles.overflow_y == "scroll" or (self.styles.overflow_y == "auto" and lines > height) else 0
+        if bar:
+            _, lines = self._render_lines_at(width - bar)
+        size = Size(width - bar, lines)
+        if size == self.virtual_size:
+            return
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self.set_reactive(TextView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh(layout=(self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines = None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        lines, _ = self._render_lines_at(width)
+        row = self.scroll_offset.y + y
+        if 0 <= row < len(lines):
+            return lines[row].crop_extend(0, width, self.rich_style)
+        return Strip.blank(width, self.rich_style)

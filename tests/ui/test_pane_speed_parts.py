@@ -1,0 +1,153 @@
+"""The pieces that make a step cheap to draw, checked against what they replace: a
+PaneTable cell against Rich's own rendering and a stock DataTable, the TextView against
+the width it shows, and neither asking for a layout of the screen when its contents change."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.geometry import Region
+from textual.renderables.styled import Styled
+from textual.widgets import DataTable
+
+from hooktui.ui.widgets.pane_table import PaneTable, quick_cell_lines
+from hooktui.ui.widgets.text_view import TextView
+
+from ui_helpers import run
+
+
+def test_quick_cells_are_the_segments_rich_makes():
+    console = Console(width=80, color_system="truecolor", force_terminal=True)
+    pre = Style.parse("white on #202020") + Style.from_meta({"row": 2, "column": 3})
+    cells = [Text("-0.1234", justify="right"), Text("0", style="dim", justify="right"), Text("nan", style="bold red", justify="right"),
+             Text("grad_input[0]", style="bold"), Text("a → b", justify="left"), Text(""), Text("1×8", style=Style(italic=True))]
+    for cell in cells:
+        for width, padding in ((16, 1), (len(cell.plain) + 2, 1), (max(1, len(cell.plain)), 0)):
+            for post in (Style(), Style(bold=True), Style(bgcolor="blue")):
+                expected = console.render_lines(Styled(Padding(cell, (0, padding)), pre_style=pre, post_style=post),
+                                                console.options.update_dimensions(width, 1).update(no_wrap=True))
+                assert quick_cell_lines(cell, width, padding, pre, post, console) == expected, (cell, width, padding, post)
+    # What it does not do quickly is left to Rich.
+    for cell in (Text("too long for it"), Text("two\nlines"), Text("centred", justify="center"), Text("tab\there"),
+                 Text.assemble(("a", "bold"), "b"), "a str", Text("esc \x1b[2J")):
+        assert quick_cell_lines(cell, 10, 1, pre, Style(), console) is None
+
+
+class Tables(App):
+    CSS = "DataTable { width: 1fr; height: 1fr; }"
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield PaneTable(cursor_type="cell", fixed_columns=1, id="pane")
+            yield DataTable(cursor_type="cell", fixed_columns=1, id="stock")
+
+    def fill(self, rows: list[list[Text]]) -> None:
+        for table in self.query(DataTable):
+            table.clear(columns=True)
+            table.add_column("", key="row", width=1)
+            for c in range(len(rows[0])):
+                table.add_column(str(c), key=str(c), width=max(len(str(c)), *(r[c].cell_len for r in rows)))
+            for r, row in enumerate(rows):
+                table.add_row(Text(str(r), style="bold"), *row)
+
+
+def _grid(seed: int, cols: int = 14) -> list[list[Text]]:
+    return [[Text(f"{(seed * 7 + r * cols + c) % 23 - 11.5:.3g}", style="dim" if c % 5 == 0 else "", justify="right")
+             for c in range(cols)] for r in range(4)]
+
+
+def test_pane_table_draws_what_a_data_table_draws_without_a_layout():
+    async def go():
+        app = Tables()
+        async with app.run_test(size=(100, 12)) as pilot:
+            app.set_focus(None)  # focus tints a table: compare them alike
+            layouts = []
+            screen = app.screen
+            original = screen._refresh_layout
+            screen._refresh_layout = lambda *a, **k: (layouts.append(1), original(*a, **k))[1]
+            for seed in range(3):
+                app.fill(_grid(seed, cols=3 + 5 * seed))  # each fill has other columns and widths
+                await pilot.pause()
+                await pilot.pause()
+                pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
+                assert pane.virtual_size == stock.virtual_size
+                region = Region(0, 0, pane.size.width, pane.size.height)
+                assert pane.render_lines(region) == stock.render_lines(region)
+                pane.move_cursor(row=2, column=3)
+                stock.move_cursor(row=2, column=3)
+                await pilot.pause()
+                assert pane.render_lines(region) == stock.render_lines(region)
+            # The stock table asked for layouts; the pane table's fills alone would not have.
+            assert layouts
+
+        app = Tables()
+        async with app.run_test(size=(100, 12)) as pilot:
+            app.query_one("#stock").remove()
+            await pilot.pause()
+            app.fill(_grid(0, cols=3))
+            await pilot.pause()
+            layouts = []
+            screen = app.screen
+            original = screen._refresh_layout
+            screen._refresh_layout = lambda *a, **k: (layouts.append(1), original(*a, **k))[1]
+            for seed in range(1, 4):
+                app.fill(_grid(seed, cols=3 + seed))  # fits without a horizontal scrollbar: no layout
+                await pilot.pause()
+                await pilot.pause()
+            assert not layouts
+            app.fill(_grid(9, cols=40))  # a horizontal scrollbar appears: that needs a layout
+            await pilot.pause()
+            await pilot.pause()
+            assert layouts and app.query_one(PaneTable).show_horizontal_scrollbar
+
+    run(go())
+
+
+class Texts(App):
+    CSS = "TextView { height: 6; width: 30; padding: 0 1; scrollbar-size: 1 1; }"
+
+    def compose(self) -> ComposeResult:
+        yield TextView()
+
+
+def test_text_view_wraps_to_what_it_shows_and_scrolls_without_layouts():
+    words = " ".join(f"word{i}" for i in range(60))
+
+    async def go():
+        app = Texts()
+        async with app.run_test(size=(40, 10)) as pilot:
+            view = app.query_one(TextView)
+            view.set_renderable(Text("short"))
+            await pilot.pause()
+            assert not view.show_vertical_scrollbar and view.virtual_size.height == 1
+            layouts = []
+            screen = app.screen
+            original = screen._refresh_layout
+            screen._refresh_layout = lambda *a, **k: (layouts.append(1), original(*a, **k))[1]
+            view.set_renderable(Text(words))
+            await pilot.pause()
+            await pilot.pause()
+            assert view.show_vertical_scrollbar and layouts  # the bar appeared: one layout
+            # Wrapped to the cells on screen (inside the padding, beside the bar).
+            shown_width = view.scrollable_content_region.width
+            assert shown_width == view.size.width - 1
+            expected = len(Text(words).wrap(app.console, shown_width))
+            assert view.virtual_size.height == expected
+            shown = [strip.text.strip() for strip in view.render_lines(Region(0, 0, view.outer_size.width, 6))]
+            assert shown[0].startswith("word0 word1 word2")
+            assert all(len(line) <= shown_width for line in shown)
+            layouts.clear()
+            view.set_renderable(Text(words.upper()))  # as long, still a bar: no layout
+            await pilot.pause()
+            await pilot.pause()
+            assert not layouts
+            view.scroll_to(y=expected, animate=False)
+            await pilot.pause()
+            last = [strip.text for strip in view.render_lines(Region(0, 0, view.outer_size.width, 6))]
+            assert "WORD59" in "".join(last)
+
+    run(go())
