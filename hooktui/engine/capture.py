@@ -53,6 +53,7 @@ from torch.autograd.graph import get_gradient_edge
 from . import backward_calls, hunt, nodes, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
+from .model_walk import ModelWalk
 from .naming import call_tensors, indexed, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
@@ -155,15 +156,19 @@ class Tracer:
         *,
         legacy: bool = False,
         param_grads: bool = True,
+        walk: ModelWalk | None = None,
     ) -> None:
         self.model = model
         self.emit = emit
         self.options = options
         self.phase = "forward"
-        self._modules = {name: m for name, m in model.named_modules()}
+        walk = self._walk = walk or ModelWalk(model)
+        self._modules = dict(walk.modules)
         # id(module) -> (name, type name): what every firing of the module repeats.
-        self._module_facts = {id(m): (name, type(m).__name__) for name, m in model.named_modules()}
-        self.param_names = {id(p): name for name, p in model.named_parameters()}
+        self._module_facts = {id(m): (name, type(m).__name__) for name, m in walk.modules}
+        self.param_names = {id(p): name for name, p in walk.params}
+        # Lazy parameters appear during the first forward: walked again when backward starts.
+        self._lazy = walk.has_lazy
         self._legacy = LegacyHooks(self) if legacy else None
         self._param_grads = ParamGradHooks(self) if param_grads else None
         self._node_steps = NodeSteps(self)
@@ -199,11 +204,11 @@ class Tracer:
         pre_hook, post_hook = self._unwatched(self._pre_hook), self._unwatched(self._post_hook)
         if compiled:
             pre_hook, post_hook = torch.compiler.disable(pre_hook), torch.compiler.disable(post_hook)
-        for _, module in self.model.named_modules():
+        for _, module in self._walk.modules:
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
-            self._param_grads.install(self.model)
+            self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
 
     def _unwatched(self, hook: Callable) -> Callable:
@@ -324,7 +329,8 @@ class Tracer:
         elif self._backwards:
             note = f"fired in a backward nested in the main one (torch.autograd.{kind}(), e.g. reentrant activation checkpointing)"
         if self._param_grads is not None:
-            self._param_grads.install(self.model)  # lazy modules' parameters exist by now
+            # Lazy modules' parameters exist by now.
+            self._param_grads.install(self.model, None if self._lazy else self._walk.params)
             if self.hunting:
                 self._param_grads.note_bad_grads(self.model)
         current = _Backward(kind)

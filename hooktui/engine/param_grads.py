@@ -31,10 +31,11 @@ class ParamGradHooks:
         # None once ours is removed (the dict would stay, empty, on every parameter).
         self._had_none: list = []
 
-    def install(self, model: nn.Module) -> None:
-        """Hook every parameter not hooked yet. A lazy module's parameters take hooks only
-        once its first forward has materialised them: call again when backward starts."""
-        for qualified, param in model.named_parameters():
+    def install(self, model: nn.Module, params: list | None = None) -> None:
+        """Hook every parameter not hooked yet (`params`: the model's named parameters, if
+        walked already). A lazy module's parameters take hooks only once its first forward
+        has materialised them: call again when backward starts."""
+        for qualified, param in model.named_parameters() if params is None else params:
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 if param._post_accumulate_grad_hooks is None:

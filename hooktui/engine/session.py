@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import itertools
 import threading
 import traceback
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from .breakpoints import Breakpoint
 from .capture import LiveFiring, Tracer
 from .gate import MODEL_ERRORS, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
+from .model_walk import ModelWalk
 from .preserve import preserved_model_state
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
@@ -63,16 +63,16 @@ class Trace:
         return self.state == "failed"
 
 
-def describe_modules(model: nn.Module) -> list[ModuleInfo]:
+def describe_modules(model: nn.Module, walk: ModelWalk | None = None) -> list[ModuleInfo]:
     """Modules and their parameters' shapes; a lazy module's parameters have none until its
-    first forward (`has_lazy_params` then says to describe again)."""
+    first forward (`ModelWalk.has_lazy` then says to describe again)."""
     return [
         ModuleInfo(
             name=name,
             type=type(m).__name__,
             params={p: list(t.shape) for p, t in m.named_parameters(recurse=False) if not is_lazy(t)},
         )
-        for name, m in model.named_modules()
+        for name, m in (walk.modules if walk is not None else model.named_modules())
     ]
 
 
@@ -100,10 +100,6 @@ def _detached(output: Any) -> Any:
         return tree_map_only(torch.Tensor, torch.Tensor.detach, output)
     except Exception:  # an output type pytree cannot take apart: kept as it is
         return output
-
-
-def has_lazy_params(model: nn.Module) -> bool:
-    return any(is_lazy(t) for t in itertools.chain(model.parameters(), model.buffers()))
 
 
 class Session:
@@ -145,8 +141,10 @@ class Session:
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
         # The model's own hooks (found now; those registered during the run are added).
-        self.user_hooks = UserHooks(model)
-        device = next((str(p.device) for p in model.parameters()), "cpu")
+        # The model's modules and parameters, walked once for everything the run sets up.
+        self._walk = ModelWalk(model)
+        self.user_hooks = UserHooks(model, self._walk)
+        device = next((str(p.device) for _, p in self._walk.params), "cpu")
         if step is not None:
             loss_text = loss_label or "the loss your step returned (with a GradScaler: the scaled loss)"
         elif loss_fn is None:
@@ -156,7 +154,7 @@ class Session:
         self.trace = Trace(
             info=TraceInfo(
                 model=label or type(model).__name__,
-                modules=describe_modules(model),
+                modules=describe_modules(model, self._walk),
                 loss=loss_text,
                 device=device,
                 torch_version=torch.__version__,
@@ -226,8 +224,9 @@ class Session:
     # -- the run (worker thread) -------------------------------------------------
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
-        lazy = has_lazy_params(self.model)
-        tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads)
+        lazy = self._walk.has_lazy
+        tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads,
+                                       walk=self._walk)
         lazy_stats.start_run()
         # Everything that exists now lives on: out of the collector's way for the run
         # (unfrozen when it ends), so that a full collection walks only what the run made.
@@ -269,7 +268,7 @@ class Session:
 
     def _model_state(self):
         if self.restore_model:
-            return preserved_model_state(self.model, self.args, self.kwargs)
+            return preserved_model_state(self.model, self.args, self.kwargs, self._walk)
         return contextlib.nullcontext()
 
     def _grad_state(self):

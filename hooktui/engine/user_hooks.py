@@ -37,6 +37,7 @@ from torch.nn.modules import module as module_globals
 from . import nodes
 from .capture import LiveFiring
 from .gate import QuitRequested
+from .model_walk import ModelWalk
 from .naming import named_tensors
 from .records import Event, SourceLocation, TensorRecord
 from .user_hook_records import UserHookCall, UserHookInfo
@@ -70,8 +71,9 @@ class _Slot:
     wrapper: Callable | None = None
 
 
-def discover(model: nn.Module) -> list[_Slot]:
+def discover(model: nn.Module, walk: ModelWalk | None = None) -> list[_Slot]:
     """Every hook registered on `model`, its parameters, and globally, right now."""
+    walk = walk or ModelWalk(model)
     slots: list[_Slot] = []
 
     def add(hooks, kind: str, owner: str, module: str | None, flags_of: Callable[[Any], list[str]] = lambda _k: []) -> None:
@@ -83,7 +85,7 @@ def discover(model: nn.Module) -> list[_Slot]:
         if kind is None:
             kind = "global_legacy_backward" if module_globals._global_is_full_backward_hook is False else "global_full_backward"
         add(hooks, kind, "global", None, _forward_flags(module_globals._global_forward_hooks_with_kwargs, module_globals._global_forward_hooks_always_called))
-    for name, module in model.named_modules():
+    for name, module in walk.modules:
         for attr, kind in _MODULE_DICTS:
             if kind is None:
                 kind = "legacy_backward" if getattr(module, "_is_full_backward_hook", None) is False else "full_backward"
@@ -92,7 +94,7 @@ def discover(model: nn.Module) -> list[_Slot]:
             else:
                 flags = _forward_flags(getattr(module, "_forward_hooks_with_kwargs", {}), getattr(module, "_forward_hooks_always_called", {}))
             add(getattr(module, attr, None), kind, name or "(root)", name, flags if kind.startswith("forward") else lambda _k: [])
-    for name, param in model.named_parameters():
+    for name, param in walk.params:
         module = name.rpartition(".")[0]
         add(param._backward_hooks, "tensor", name, module)
         add(getattr(param, "_post_accumulate_grad_hooks", None), "post_accumulate_grad", name, module)
@@ -107,13 +109,14 @@ class UserHooks:
     """Wraps the hooks found on `model` for one run; `infos` lists them (and those
     registered during the run, appended as they come)."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, walk: ModelWalk | None = None) -> None:
         self.model = model
-        self._slots = discover(model)
+        walk = walk or ModelWalk(model)
+        self._slots = discover(model, walk)
         self.infos: list[UserHookInfo] = [s.info for s in self._slots]
-        self._names = {id(m): name for name, m in model.named_modules()}
-        self._modules = dict(model.named_modules())
-        self._param_names = {id(p): name for name, p in model.named_parameters()}
+        self._names = {id(m): name for name, m in walk.modules}
+        self._modules = dict(walk.modules)
+        self._param_names = {id(p): name for name, p in walk.params}
         self._tracer = None
         self._patched: list[tuple[str, Callable]] = []
 
