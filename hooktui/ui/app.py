@@ -56,6 +56,7 @@ RUNNING_DRAIN = 0.05
 # needs the GIL back after every torch op, and gets it only in the gaps (a redraw that
 # takes longer than the time between redraws leaves it none: `c` was 10x slower).
 STREAMING_UI_SHARE = 0.2
+_MEASURING = object()  # in place of the redraw timer while a redraw's cost is measured
 
 
 class HooktuiApp(NavigationActions, App):
@@ -279,6 +280,8 @@ class HooktuiApp(NavigationActions, App):
         now = time.monotonic()
         if self.source.state != "running":
             return  # the change of state has drawn everything already
+        # No other redraw is timed until this one is on the screen and its cost known.
+        self._redraw_timer = _MEASURING
         self.call_after_refresh(self._redrawn, now)
         self._grow_timeline()
         if not self.history.follow:
@@ -298,6 +301,10 @@ class HooktuiApp(NavigationActions, App):
         drawing takes at most STREAMING_UI_SHARE of the time."""
         cost = time.monotonic() - started
         self._redraw_gap = max(RUNNING_REDRAW, cost * (1 - STREAMING_UI_SHARE) / STREAMING_UI_SHARE)
+        if self._redraw_timer is _MEASURING:
+            self._redraw_timer = None
+            if self._timeline_behind:  # firings came meanwhile
+                self._render_soon()
 
     def _overview_catch_up(self) -> None:
         self._overview_timer = None
