@@ -11,7 +11,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -57,6 +57,27 @@ RUNNING_DRAIN = 0.05
 # takes longer than the time between redraws leaves it none: `c` was 10x slower).
 STREAMING_UI_SHARE = 0.2
 _MEASURING = object()  # in place of the redraw timer while a redraw's cost is measured
+
+
+W = TypeVar("W")
+
+
+class _Composed(Generic[W]):
+    """The app's one widget of a class, found by a query on first use and kept."""
+
+    def __init__(self, kind: type[W]) -> None:
+        self.kind = kind
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = "_" + name
+
+    def __get__(self, app, owner=None) -> W:
+        if app is None:
+            return self
+        widget = app.__dict__.get(self.attr)
+        if widget is None:
+            widget = app.__dict__[self.attr] = app.query_one(self.kind)
+        return widget
 
 
 class HooktuiApp(NavigationActions, App):
@@ -162,33 +183,10 @@ class HooktuiApp(NavigationActions, App):
         self._render_current()
 
     # The app's widgets are composed once: found once (a query walks the DOM each time).
-    @property
-    def timeline(self) -> Timeline:
-        widget = self.__dict__.get("_timeline")
-        if widget is None:
-            widget = self._timeline = self.query_one(Timeline)
-        return widget
-
-    @property
-    def lower(self) -> LowerPanes:
-        widget = self.__dict__.get("_lower")
-        if widget is None:
-            widget = self._lower = self.query_one(LowerPanes)
-        return widget
-
-    @property
-    def status_line(self) -> StatusLine:
-        widget = self.__dict__.get("_status_line")
-        if widget is None:
-            widget = self._status_line = self.query_one(StatusLine)
-        return widget
-
-    @property
-    def module_tree(self) -> ModuleTree:
-        widget = self.__dict__.get("_module_tree")
-        if widget is None:
-            widget = self._module_tree = self.query_one(ModuleTree)
-        return widget
+    timeline = _Composed(Timeline)
+    lower = _Composed(LowerPanes)
+    status_line = _Composed(StatusLine)
+    module_tree = _Composed(ModuleTree)
 
     def _fit_layout(self) -> None:
         self.lower.fit(self.size)
