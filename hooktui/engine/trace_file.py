@@ -590,5 +590,10 @@ def _finite(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list):
+        try:
+            if all(map(math.isfinite, value)):  # a list of finite numbers (kept values, shapes): as it is
+                return value
+        except TypeError:  # not all numbers
+            pass
         return [_finite(v) for v in value]
     return value

@@ -105,3 +105,63 @@ def test_a_dropped_trace_is_freed_at_once_and_holds_no_graph():
         assert gone() is None  # no reference cycle kept it: freed without the collector
     finally:
         gc.enable()
+
+
+def _finite(value):
+    """NaN/Inf as strings (NaN never equals NaN), everywhere; tuples kept apart from lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_finite(v) for v in value)
+    return value
+
+
+def _asdict_json(event) -> tuple[dict, str]:
+    """The dict and JSON line the writer made with dataclasses.asdict and a full walk for NaN/Inf."""
+    import dataclasses
+    import json
+
+    def finite(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    data = dataclasses.asdict(event)
+    data["notes"] = list(event.notes)
+    return _finite(data), json.dumps(finite(data), separators=(",", ":"))
+
+
+def test_records_turn_into_the_dicts_and_json_lines_asdict_makes(tmp_path):
+    import dataclasses
+
+    from hooktui.engine.trace_file import event_json
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    model[0].register_forward_hook(lambda m, a, o: None)  # a user_hook firing
+    x = torch.randn(5, 3)
+    x[0, 0] = float("nan")  # NaN in the kept values and the stats
+    x[1, 1] = float("inf")
+    trace = hooktui.record(model, x, legacy=True)
+    rnn = load_sample("rnn")
+    live = trace.events + hooktui.record(rnn.build_model(), rnn.example_inputs(), rnn.loss_fn).events
+    write_trace(tmp_path / "t.jsonl", trace.info, live)
+    events = live + read_trace(tmp_path / "t.jsonl")[1]  # plain records, as a trace file gives
+    assert any(e.user_hook is not None for e in events) and any(e.node is not None for e in events)
+    assert any(t.values and any(not math.isfinite(v) for v in t.values) for e in events for t in e.tensors)
+    for event in events:
+        want, want_line = _asdict_json(event)
+        got = event.to_dict()
+        assert _finite(got) == want, (event.index, event.hook, event.module)
+        assert event_json(event) == want_line
+        # New containers, as asdict makes: changing them leaves the record as it was.
+        for tensor, plain_tensor in zip(event.tensors, got["tensors"]):
+            if type(tensor) is not LazyTensorRecord and tensor.values is not None:
+                assert plain_tensor["values"] is not tensor.values
+    assert dataclasses.is_dataclass(events[0])
