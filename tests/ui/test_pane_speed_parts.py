@@ -12,7 +12,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.renderables.styled import Styled
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from hooktui.ui.widgets.pane_table import PaneTable, quick_cell_lines
 from hooktui.ui.widgets.text_view import TextView
@@ -203,5 +203,39 @@ def test_text_view_wraps_to_what_it_shows_and_scrolls_without_layouts():
             await pilot.pause()
             last = [strip.text for strip in view.render_lines(Region(0, 0, view.outer_size.width, 6))]
             assert "WORD59" in "".join(last)
+
+    run(go())
+
+
+class Titles(App):
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+
+
+def test_set_text_leaves_the_same_text_alone_and_draws_any_difference():
+    from hooktui.ui.widgets.text_update import set_text
+
+    async def go():
+        app = Titles()
+        async with app.run_test(size=(40, 5)) as pilot:
+            title = app.query_one("#title", Static)
+            refreshes = []
+            original = title.refresh
+            title.refresh = lambda *a, **k: (refreshes.append(k), original(*a, **k))[1]
+            set_text(title, Text("grad_input[0] (4, 8)", style="bold"))
+            await pilot.pause()
+            assert len(refreshes) == 1
+            set_text(title, Text("grad_input[0] (4, 8)", style="bold"))  # equal, a new object
+            assert len(refreshes) == 1
+            for different in (Text("grad_input[0] (4, 8)"), Text("grad_input[0] (4, 8)", style="bold", justify="right"),
+                              Text.assemble(("grad_input[0]", "bold"), " (4, 8)"), Text("grad_input[1] (4, 8)")):
+                set_text(title, different)
+                await pilot.pause()
+                assert str(title.render()) == different.plain
+            assert len(refreshes) == 5
+            title.update("set elsewhere")  # not through set_text: the next set_text draws again
+            set_text(title, Text("grad_input[1] (4, 8)"))
+            await pilot.pause()
+            assert str(title.render()) == "grad_input[1] (4, 8)"
 
     run(go())

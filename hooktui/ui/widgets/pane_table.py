@@ -29,7 +29,7 @@ from rich.text import Text
 from textual.renderables.styled import Styled
 from textual.color import Color
 from textual.coordinate import Coordinate
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import DataTable
 
@@ -202,12 +202,30 @@ class PaneTable(DataTable):
         bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
         self._steady = True
         try:
-            super()._update_dimensions(new_rows)
+            if self._sized_up_front(new_rows):
+                # DataTable measures every new cell for the widths of `auto` columns, labels
+                # and auto-height rows: with none of them, only the size is left to set.
+                self.virtual_size = Size(sum(column.get_render_width(self) for column in self.columns.values())
+                                         + self._row_label_column_width,
+                                         self._total_row_height + (self.header_height if self.show_header else 0))
+            else:
+                super()._update_dimensions(new_rows)
         finally:
             self._steady = False
         self._scroll_update(self.virtual_size)
         if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
             self.refresh(layout=True)
+
+    def _sized_up_front(self, new_rows) -> bool:
+        """Every column has its width set and every new row is one plain line high."""
+        if any(column.auto_width for column in self.columns.values()):
+            return False
+        rows = self.rows
+        for key in new_rows:
+            row = rows.get(key)
+            if row is not None and (row.label is not None or row.auto_height):
+                return False
+        return True
 
     def refresh(self, *regions, repaint: bool = True, layout: bool = False, recompose: bool = False):
         return super().refresh(*regions, repaint=repaint, layout=layout and not self._steady, recompose=recompose)
