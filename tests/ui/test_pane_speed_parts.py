@@ -12,7 +12,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.renderables.styled import Styled
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from hooktui.ui.widgets.pane_table import PaneTable, quick_cell_lines
 from hooktui.ui.widgets.text_view import TextView
@@ -107,6 +107,60 @@ def test_pane_table_draws_what_a_data_table_draws_without_a_layout():
     run(go())
 
 
+def _same_drawing(pane: DataTable, stock: DataTable) -> None:
+    region = Region(0, 0, pane.size.width, pane.size.height)
+    drawn, expected = pane.render_lines(region), stock.render_lines(region)
+    assert [strip.text for strip in drawn] == [strip.text for strip in expected]
+    assert drawn == expected  # segment by segment, styles and the meta clicks read included
+
+
+def test_pane_table_rows_match_a_data_table_focused_hovered_scrolled_and_by_row():
+    """The rows PaneTable puts together itself, in every state that styles a cell
+    differently: focus, the cursor on the fixed column, hover, scrolled both ways, a row
+    cursor (the tensors pane), and a cell it leaves to Rich (spans)."""
+    async def go():
+        app = Tables()
+        async with app.run_test(size=(100, 12)) as pilot:
+            rows = _grid(5, cols=30) + _grid(6, cols=30) + _grid(7, cols=30)  # wider and taller than the table
+            rows[1][2] = Text.assemble(("1", "bold"), ("2", "italic"), justify="right")
+            app.fill(rows)
+            await pilot.pause()
+            pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
+            assert pane.show_horizontal_scrollbar and pane.show_vertical_scrollbar
+            for table in (pane, stock):
+                table.move_cursor(row=1, column=0)  # the fixed column: its own cursor style
+            await pilot.pause()
+            await _same_focused(pilot, pane, stock)
+            app.set_focus(None)
+            await pilot.pause()
+            _same_drawing(pane, stock)
+            for table in (pane, stock):
+                table.move_cursor(row=11, column=25)  # scrolls both ways
+                table._set_hover_cursor(True)
+                table.hover_coordinate = table.hover_coordinate._replace(row=10, column=24)  # on screen
+            await pilot.pause()
+            assert pane.scroll_offset == stock.scroll_offset and pane.scroll_offset.x > 0 and pane.scroll_offset.y > 0
+            _same_drawing(pane, stock)
+            for table in (pane, stock):
+                table.cursor_type = "row"
+                table.move_cursor(row=3)
+            await pilot.pause()
+            _same_drawing(pane, stock)
+            await _same_focused(pilot, pane, stock)
+
+    run(go())
+
+
+async def _same_focused(pilot, pane: DataTable, stock: DataTable) -> None:
+    """Each table drawn with the focus, in turn, draws the same."""
+    pilot.app.set_focus(stock)
+    await pilot.pause()
+    focused_stock = stock.render_lines(Region(0, 0, stock.size.width, stock.size.height))
+    pilot.app.set_focus(pane)
+    await pilot.pause()
+    assert pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)) == focused_stock
+
+
 class Texts(App):
     CSS = "TextView { height: 6; width: 30; padding: 0 1; scrollbar-size: 1 1; }"
 
@@ -149,5 +203,39 @@ def test_text_view_wraps_to_what_it_shows_and_scrolls_without_layouts():
             await pilot.pause()
             last = [strip.text for strip in view.render_lines(Region(0, 0, view.outer_size.width, 6))]
             assert "WORD59" in "".join(last)
+
+    run(go())
+
+
+class Titles(App):
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+
+
+def test_set_text_leaves_the_same_text_alone_and_draws_any_difference():
+    from hooktui.ui.widgets.text_update import set_text
+
+    async def go():
+        app = Titles()
+        async with app.run_test(size=(40, 5)) as pilot:
+            title = app.query_one("#title", Static)
+            refreshes = []
+            original = title.refresh
+            title.refresh = lambda *a, **k: (refreshes.append(k), original(*a, **k))[1]
+            set_text(title, Text("grad_input[0] (4, 8)", style="bold"))
+            await pilot.pause()
+            assert len(refreshes) == 1
+            set_text(title, Text("grad_input[0] (4, 8)", style="bold"))  # equal, a new object
+            assert len(refreshes) == 1
+            for different in (Text("grad_input[0] (4, 8)"), Text("grad_input[0] (4, 8)", style="bold", justify="right"),
+                              Text.assemble(("grad_input[0]", "bold"), " (4, 8)"), Text("grad_input[1] (4, 8)")):
+                set_text(title, different)
+                await pilot.pause()
+                assert str(title.render()) == different.plain
+            assert len(refreshes) == 5
+            title.update("set elsewhere")  # not through set_text: the next set_text draws again
+            set_text(title, Text("grad_input[1] (4, 8)"))
+            await pilot.pause()
+            assert str(title.render()) == "grad_input[1] (4, 8)"
 
     run(go())

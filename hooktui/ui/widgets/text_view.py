@@ -14,7 +14,8 @@ looks the same as before.
 from __future__ import annotations
 
 from rich.console import RenderableType
-from textual.geometry import Size
+from rich.style import Style
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -73,10 +74,20 @@ class TextView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._lines = None
 
+    _paint: tuple[int, Style] | None = None  # (width, style) of the paint under way
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The width and rich_style (a walk up every ancestor) once per paint, not per line.
+        self._paint = (self.scrollable_content_region.width, self.rich_style)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        width, style = self._paint or (self.scrollable_content_region.width, self.rich_style)
         lines, _ = self._render_lines_at(width)
         row = self.scroll_offset.y + y
         if 0 <= row < len(lines):
-            return lines[row].crop_extend(0, width, self.rich_style)
-        return Strip.blank(width, self.rich_style)
+            return lines[row].crop_extend(0, width, style)
+        return Strip.blank(width, style)
