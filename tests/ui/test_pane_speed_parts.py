@@ -151,6 +151,29 @@ def test_pane_table_rows_match_a_data_table_focused_hovered_scrolled_and_by_row(
     run(go())
 
 
+def test_pane_table_falls_back_to_the_stock_paint_when_textual_changed_what_it_follows(monkeypatch):
+    """The quick paint follows DataTable's private methods: one that fails (a newer textual
+    renamed what it calls) leaves the stock paint in place, drawing the same, not a crash."""
+    async def go():
+        app = Tables()
+        async with app.run_test(size=(100, 12)) as pilot:
+            app.fill(_grid(5, cols=30))
+            app.set_focus(None)  # neither focused: they look alike
+            await pilot.pause()
+            pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
+            monkeypatch.setattr(PaneTable, "_quick_paint", True)
+
+            def renamed(*_args, **_kwargs):
+                raise AttributeError("'DataTable' object has no attribute '_get_styles_to_render_cell'")
+
+            monkeypatch.setattr(PaneTable, "_row_cells", renamed)
+            pane._clear_caches()  # nothing drawn before
+            _same_drawing(pane, stock)
+            assert PaneTable._quick_paint is False
+
+    run(go())
+
+
 async def _same_focused(pilot, pane: DataTable, stock: DataTable) -> None:
     """Each table drawn with the focus, in turn, draws the same."""
     pilot.app.set_focus(stock)

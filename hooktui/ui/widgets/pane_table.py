@@ -76,14 +76,25 @@ class PaneTable(DataTable):
     # While a paint is under way: the table's own style and its component styles (they
     # cannot change in the middle of one).
     _paint_styles: tuple[Style, dict[str, Style]] | None = None
+    _quick_paint = True  # False once the quick paint failed on this textual (see render_lines)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._meta_styles: dict[tuple[int, int], Style] = {}  # the cell each segment belongs to (clicks read it)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._paint_styles = (self.rich_style, {name: self.get_component_styles(name).rich_style for name in COMPONENTS})
+        if PaneTable._quick_paint:
+            self._paint_styles = (self.rich_style, {name: self.get_component_styles(name).rich_style for name in COMPONENTS})
         try:
+            return super().render_lines(crop)
+        except (AttributeError, TypeError, KeyError):
+            if not PaneTable._quick_paint:
+                raise
+            # The paint below follows DataTable's private methods of textual 8.2: a textual
+            # whose DataTable changed them gets the stock paint from now on, not a crash.
+            PaneTable._quick_paint = False
+            self._paint_styles = None
+            self._row_render_cache.clear()
             return super().render_lines(crop)
         finally:
             self._paint_styles = None
