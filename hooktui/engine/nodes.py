@@ -67,7 +67,7 @@ class _Facts:
     tensors then; `changes`: [(tick, saved)] seen since, in tick order (None unless it ran
     in a backward)."""
 
-    __slots__ = ("node", "name", "seq_nr", "n_next", "children", "reach", "saved", "changes", "records")
+    __slots__ = ("node", "name", "seq_nr", "n_next", "children", "reach", "saved", "changes")
 
     def __init__(self, node) -> None:
         self.node = node  # while the run lasts: keeps its id from being recycled
@@ -78,7 +78,6 @@ class _Facts:
         self.reach = -1  # the depth to which the facts below it exist
         self.saved = _read_saved(node)
         self.changes: list[tuple[int, dict]] | None = None
-        self.records: dict[tuple[int, int], NodeRecord] | None = None  # built records, by (depth, tick)
 
     def last_saved(self) -> dict:
         return self.saved if self.changes is None else self.changes[-1][1]
@@ -99,19 +98,19 @@ BREADTH = 6
 
 
 class LazyNodeRecord(NodeRecord):
-    """A NodeRecord built on first read from the facts taken at its firing (see the module
-    docstring); equal to the record an eager reading at the firing would give."""
+    """A NodeRecord built when read from the facts taken at its firing (see the module
+    docstring); equal to the record an eager reading at the firing would give.
+
+    The built tree is not kept by the record (only in a bounded cache shared by all): a
+    firing read once, as `trace` and `--save` read every firing, then holds its facts and
+    nothing more (the built trees were ~0.45 KB a firing)."""
 
     __slots__ = ("_facts", "_depth", "_tick")
 
     def __getattr__(self, name: str):
         if name not in _NODE_FIELDS:
             raise AttributeError(name)
-        record = _record_at(self._facts, self._depth, self._tick)[0]
-        self.name, self.seq_nr, self.next, self.saved, self.truncated = (
-            record.name, record.seq_nr, record.next, record.saved, record.truncated
-        )
-        return getattr(self, name)
+        return getattr(_record_at(self._facts, self._depth, self._tick)[0], name)
 
     def names(self) -> list[str]:
         """Every node name in the tree, without building it (visible.py checks them)."""
@@ -130,7 +129,7 @@ _NODE_FIELDS = frozenset(("name", "seq_nr", "next", "saved", "truncated"))
 
 def _record_at(facts: _Facts, depth: int, tick: int) -> tuple[NodeRecord, int]:
     """The record of `facts` `depth` levels deep as it was at `tick`, and the tick of the
-    latest reading it depends on (records are shared by that key)."""
+    latest reading it depends on (records built lately are shared by that key)."""
     seen, saved = facts.saved_at(tick)
     children: list[NodeRecord | None] = []
     if depth > 0:
@@ -144,14 +143,20 @@ def _record_at(facts: _Facts, depth: int, tick: int) -> tuple[NodeRecord, int]:
         truncated = facts.n_next > BREADTH
     else:
         truncated = facts.n_next > 0
-    key = (depth, seen)
-    records = facts.records
-    if records is None:
-        records = facts.records = {}
-    record = records.get(key)
-    if record is None:
-        record = records[key] = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
-    return record, seen
+    key = (id(facts), depth, seen)
+    built = _BUILT.get(key)
+    if built is None or built[0] is not facts:
+        if len(_BUILT) >= _BUILT_MAX:
+            del _BUILT[next(iter(_BUILT))]  # the oldest
+        record = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
+        _BUILT[key] = built = (facts, record)  # facts: keeps its id from being recycled meanwhile
+    return built[1], seen
+
+
+# Records built lately, by (id of the facts, depth, tick of the latest reading they depend on):
+# the firings around one (the app's neighbours, a node's subtree) share them.
+_BUILT: dict[tuple[int, int, int], tuple[_Facts, NodeRecord]] = {}
+_BUILT_MAX = 4096
 
 
 class _State:
