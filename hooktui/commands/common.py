@@ -14,7 +14,8 @@ def load(args) -> LoadedModel:
         raise UserError(str(exc)) from exc
 
 
-def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False) -> Session:
+def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False, keep_events: bool = True) -> Session:
     return Session(
-        loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label, legacy=legacy
+        loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label, legacy=legacy,
+        keep_events=keep_events,
     )

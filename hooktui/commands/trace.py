@@ -2,7 +2,9 @@
 
 stdout holds only the records (the table, or JSON lines with --json); the model's own
 prints go to stderr (model_output.py). `--save FILE` is checked before the model runs and
-written atomically, even when stdout is a pipe that closed early (`| head`).
+written atomically, even when stdout is a pipe that closed early (`| head`). Without
+`--save` or a value breakpoint, each firing is let go once printed: memory stays flat
+however long the run.
 
 With value breakpoints (--stop-at-nonfinite, --stop-above) the run stops at the first
 firing one of them matches: the firings up to it are printed, then where the bad value was
@@ -58,10 +60,11 @@ def run_trace(args) -> int:
             raise UserError(str(exc)) from exc
     with records_stdout() as out:
         loaded = load(args)
-        session = session_for(loaded, pause=False, legacy=True)
         breakpoints = value_breakpoints(args)
         if args.condition:
             raise UserError("--break-if is for the app (hooktui MODEL --break-if ...); trace takes --stop-at-nonfinite and --stop-above")
+        # Printed firings are let go, unless a file is to be saved or a stop explained.
+        session = session_for(loaded, pause=False, legacy=True, keep_events=bool(args.save or breakpoints))
         for bp in breakpoints:
             session.add_breakpoint(bp)
         if breakpoints:

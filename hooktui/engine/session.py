@@ -17,6 +17,7 @@ import ctypes
 import gc
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,7 @@ class Trace:
     """What a run produced. `events` are plain records; the rest is live and optional."""
 
     info: TraceInfo
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)  # a deque of the last one: Session(keep_events=False)
     state: str = "ready"
     error: ErrorRecord | None = None
     output: Any = None
@@ -119,13 +120,16 @@ class Session:
         loss_label: str | None = None,
         legacy: bool = False,
         param_grads: bool = True,
+        keep_events: bool = True,
     ) -> None:
         """`step`: instead of `inputs` (and `loss_fn`), a zero-argument callable that runs the
         forward and returns the loss. `restore_model=False`: leave `.grad` and buffers as the
         run made them (a real training step). `thread_state`: run under the grad mode,
         autocast and CUDA stream captured there (the caller's thread), not under
         `torch.enable_grad()`. `quit_finishes`: `quit()` lets the run go to its end without
-        pausing instead of aborting it."""
+        pausing instead of aborting it. `keep_events=False`: `trace.events` keeps only the last
+        firing; the others reach `on_event` and are let go (`hooktui trace` prints a run of
+        any length in constant memory)."""
         if step is not None and (inputs is not None or loss_fn is not None):
             raise TypeError("Session takes either inputs (and loss_fn) or step, not both")
         self.model = model
@@ -160,6 +164,9 @@ class Session:
                 torch_version=torch.__version__,
             )
         )
+        if not keep_events:
+            self.trace.events = deque(maxlen=1)
+        self._emitted = 0  # firings so far (trace.events may keep only the last)
         self.current: LiveFiring | None = None
         self._on_event: Callable[[Event], None] | None = None
         self._on_state: Callable[[str], None] | None = None
@@ -262,7 +269,7 @@ class Session:
             lazy_stats.end_run()
             nodes.forget_node_records()
             gc.unfreeze()  # garbage cycles the model made during the run can be collected again
-            _trim_heap(len(self.trace.events))
+            _trim_heap(self._emitted)
         self._set_state(final)
         return self.trace
 
@@ -309,7 +316,8 @@ class Session:
     def _emit(self, event: Event, live: LiveFiring) -> None:
         with self._lock:
             self.trace.events.append(event)
-            if len(self.trace.events) % _FREEZE_EVERY == 0:
+            self._emitted += 1
+            if self._emitted % _FREEZE_EVERY == 0:
                 # Records live long and hold no cycles: out of the collector's way, or
                 # each collection walks every record so far (a quadratic run-through).
                 gc.freeze()

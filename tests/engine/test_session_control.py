@@ -1,11 +1,13 @@
 """A paused Session: step, resume to a breakpoint, and quit from another thread, in
 forward and in backward. Quitting ends the worker promptly and leaves no hooks."""
 
+import gc
 import threading
 import time
 
 import pytest
 import torch
+from torch import nn
 
 import hooktui
 from hooktui import Session
@@ -165,3 +167,38 @@ def test_breakpoint_on_a_module_glob_and_resume_to_the_end():
     assert session.state == "finished"
     assert len([e for e in runner.events if e.hook in MODULE_HOOKS]) == 12
     assert len([e for e in runner.events if e.hook == "param_grad"]) == 4  # two Linears' weight and bias
+
+
+def test_a_session_keeping_only_the_last_event_hands_over_every_firing_and_lets_them_go():
+    """keep_events=False (`hooktui trace` without --save): the same firings reach on_event,
+    and a firing's records are freed once the caller let go of it."""
+    import weakref
+
+    from hooktui.engine.records import LazyTensorRecord
+    from hooktui.engine.stats import _RecentSummaries
+
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(*[nn.Linear(4, 4) for _ in range(80)])
+
+    def plain(event) -> dict:
+        data = event.to_dict()
+        data["node"] = data["node"] and data["node"]["name"]  # sequence numbers go on from run to run
+        return data
+
+    x = torch.randn(3, 4)
+    kept = Session(build(), x, pause=False).run().events
+    seen, summaries = [], []
+
+    def on_event(event):
+        seen.append(plain(event))
+        summaries.extend(weakref.ref(t._summary) for t in event.tensors if isinstance(t, LazyTensorRecord))
+
+    trace = Session(build(), x, pause=False, keep_events=False).run(on_event=on_event)
+    assert seen == [plain(e) for e in kept] and len(seen) > 10
+    assert len(trace.events) == 1 and plain(trace.events[-1]) == seen[-1]
+    gc.collect()
+    alive = {id(ref()) for ref in summaries if ref() is not None}
+    # What lives on: the last firing's, and the few a bounded cache of recent tensors keeps.
+    assert len(set(map(id, summaries))) > 3 * _RecentSummaries.SIZE
+    assert len(alive) <= _RecentSummaries.SIZE + len(trace.events[-1].tensors)
