@@ -7,6 +7,12 @@ end with every firing recorded, then reads the app process's resident memory (RS
 process's as it is, high-water marks of the run included (no malloc_trim from outside):
 an upper bound of what the app holds per firing. Linux only.
 
+The model file runs one bare forward + backward when it is built (as benchmarks/memory.py
+does before its baseline), so the baseline at the first pause already holds what the
+model's own step costs: its gradients (165 MB here) and autograd graph, freed but kept by
+the allocator. `--cold` leaves that step out: the growth then includes the model's own
+step too (~2 KB per firing of it on this model).
+
 Run with `.venv/bin/python benchmarks/app_memory.py` (`make bench` does).
 """
 
@@ -37,7 +43,13 @@ def build_model():
     layers = []
     for _ in range({blocks}):
         layers += [nn.Linear(64, 64), nn.GELU()]
-    return nn.Sequential(*layers)
+    model = nn.Sequential(*layers)
+    if {warm}:
+        # One bare step first, as benchmarks/memory.py does: the model's own gradients and
+        # autograd graph are then in the baseline, and what grows is what the app holds.
+        model(torch.randn(32, 64)).sum().backward()
+        model.zero_grad(set_to_none=True)
+    return model
 
 def example_inputs():
     return torch.randn(32, 64)
@@ -85,11 +97,12 @@ class Terminal:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--firings", type=int, default=100_000)
+    parser.add_argument("--cold", action="store_true", help="no bare step before the baseline (see above)")
     args = parser.parse_args()
     blocks = max(1, round(args.firings / 644 * 64))
     with tempfile.TemporaryDirectory() as folder:
         model = Path(folder) / "mlp_100k.py"
-        model.write_text(MODEL.format(blocks=blocks))
+        model.write_text(MODEL.format(blocks=blocks, warm=not args.cold))
         app = Terminal(["open", str(model)])
         try:
             app.wait_for(rb"paused", 300)
@@ -115,7 +128,8 @@ def main() -> None:
                 app.process.kill()
     per = f"{(after - before) * 1024 / firings:.2f} KB/firing" if firings else "?"
     print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings run through with c in {ran:.0f} s")
-    print(f"  app RSS paused at the first firing {before:.0f} MB, after the run {after:.0f} MB ({per}, run's high-water marks included)")
+    baseline = "cold: no bare step before it" if args.cold else "after one bare step of the model"
+    print(f"  app RSS paused at the first firing ({baseline}) {before:.0f} MB, after the run {after:.0f} MB ({per}, run's high-water marks included)")
     print(f"  q to the end of the process: {quit_s:.2f} s (exit status {app.process.returncode})")
 
 
