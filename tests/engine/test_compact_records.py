@@ -123,18 +123,9 @@ def _asdict_json(event) -> tuple[dict, str]:
     import dataclasses
     import json
 
-    def finite(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        if isinstance(value, dict):
-            return {k: finite(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [finite(v) for v in value]
-        return value
-
     data = dataclasses.asdict(event)
     data["notes"] = list(event.notes)
-    return _finite(data), json.dumps(finite(data), separators=(",", ":"))
+    return _finite(data), json.dumps(_finite(data), separators=(",", ":"))
 
 
 def test_records_turn_into_the_dicts_and_json_lines_asdict_makes(tmp_path):
