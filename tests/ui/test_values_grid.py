@@ -110,6 +110,9 @@ def test_grid_draws_what_the_data_table_drew_in_each_state():
             app.fill(_values(3, 4, seed=2))
             await pilot.pause()
             await _same_focused(pilot, grid, stock)
+            app.theme = "textual-light"  # the grid keeps its styles between paints: not past a new theme
+            await pilot.pause()
+            await _same_focused(pilot, grid, stock)
 
     run(go())
 

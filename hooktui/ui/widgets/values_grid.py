@@ -32,9 +32,9 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .pane_table import quick_cell_lines
-
 HEADER = -1  # the row index of the header, as DataTable numbers it
+_BLANK = Text("")
+_JUSTIFIED = ("right", "left", "default", None)  # the ways a DataTable's cell is laid out that are done here
 
 
 class ValuesGrid(ScrollView, can_focus=True):
@@ -106,6 +106,8 @@ class ValuesGrid(ScrollView, can_focus=True):
         self._hover_shown = False  # the mouse moved over the grid since the last key
         self._paint: dict | None = None  # the styles of the paint under way
         self._scroll_pending = False  # the cursor is to be scrolled into view once the grid has a size
+        self._kept_styles: dict | None = None  # the styles of the last paint (see render_lines)
+        self._total = 0  # the width of the scrollable columns
 
     # -- contents --------------------------------------------------------------------------
     def fill(self, cells: list[list[Text]]) -> None:
@@ -122,6 +124,7 @@ class ValuesGrid(ScrollView, can_focus=True):
         for w in self._widths[1:]:
             self._starts.append(x)
             x += w
+        self._total = x
         self._cursor = self._hover = Coordinate(0, 0)
         self._set_virtual_size(Size(sum(self._widths), len(self._rows) + 1))
         self.scroll_x = self.scroll_y = 0
@@ -231,7 +234,7 @@ class ValuesGrid(ScrollView, can_focus=True):
             "base": base, "header": header, "fixed": component("values-grid--fixed"), "extend": extend,
             "cursor": component("values-grid--cursor"), "fixed-cursor": component("values-grid--fixed-cursor"),
             "hover": component("values-grid--hover"), "header-hover": component("values-grid--header-hover"),
-            "cells": {},
+            "cells": {}, "texts": {},
         }
 
     def _cell_styles(self, paint: dict, kind: str, cursor: bool, hover: bool) -> tuple[Style, Style]:
@@ -253,8 +256,18 @@ class ValuesGrid(ScrollView, can_focus=True):
             styles = paint["cells"][key] = (row_style + component, Style.from_color(color=component.color))
         return styles
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._kept_styles = None  # the CSS that applies changed (focus, theme, classes)
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._paint = self._styles()
+        # The styles are kept from one paint to the next (a refresh drops Textual's own cache of
+        # component styles, and taking them again was ~1 ms a paint): until the CSS that applies
+        # changes, or the widget's own style does (the background around it).
+        base = self.rich_style
+        if self._kept_styles is None or self._kept_styles["base"] != base:
+            self._kept_styles = self._styles()
+        self._paint = self._kept_styles
         try:
             return super().render_lines(crop)
         finally:
@@ -272,34 +285,62 @@ class ValuesGrid(ScrollView, can_focus=True):
         hover_column = self._hover.column if self._hover_shown and row == self._hover.row else None
         widths = self._widths
         fixed_width = widths[0]
-        segments = self._cell(paint, cells[0], widths[0], "header" if row == HEADER else "fixed",
+        segments = self._cell(paint, cells[0], fixed_width, "header" if row == HEADER else "fixed",
                               cursor_column == 0, hover_column == 0)
         room = width - fixed_width
         if room > 0:
             scroll_x = round(self.scroll_x)
             starts = self._starts
-            total = sum(widths[1:])
+            total = self._total
             first = max(0, bisect_right(starts, scroll_x) - 1)
             origin = starts[first] if first < len(starts) else total
+            end = scroll_x + room
             scrolled: list[Segment] = []
+            x = origin
+            cell = self._cell
             for column in range(first + 1, len(widths)):
-                if starts[column - 1] >= scroll_x + room:
+                if x >= end:
                     break
-                scrolled += self._cell(paint, cells[column] if column < len(cells) else Text(""), widths[column], kind,
-                                       cursor_column == column, hover_column == column)
-            if scroll_x + room > total:
-                scrolled.append(Segment(" " * max(0, width - total), paint["extend"][kind]))
-            segments += Strip(scrolled).crop(scroll_x - origin, scroll_x - origin + room)
-        return Strip(segments).adjust_cell_length(width, paint["base"]).simplify()
+                scrolled += cell(paint, cells[column] if column < len(cells) else _BLANK, widths[column], kind,
+                                 cursor_column == column, hover_column == column)
+                x += widths[column]
+            if end > x:  # the space right of the last column
+                spare = max(0, width - total)
+                scrolled.append(Segment(" " * spare, paint["extend"][kind]))
+                x += spare
+            if scroll_x == origin and x == end:
+                segments += scrolled
+            else:  # only the part in view: [scroll_x, end) of the columns drawn from `origin` to `x`
+                segments += list(Segment.divide(scrolled, [scroll_x - origin, end - origin, x - origin]))[1]
+            # The fixed cell is `fixed_width` wide and the rest `room`: no Strip measures it again.
+            return Strip(list(Segment.simplify(segments)), width)
+        return Strip(segments).crop(0, width).adjust_cell_length(width, paint["base"]).simplify()
 
     def _cell(self, paint: dict, text: Text, width: int, kind: str, cursor: bool, hover: bool) -> list[Segment]:
+        """One cell's segments: what a DataTable's cell gives (Rich's Styled(Padding(text)))."""
+        key = (kind, cursor, hover, text.style)
+        styles = paint["texts"].get(key)
+        if styles is None:
+            pre, post = self._cell_styles(paint, kind, cursor, hover)
+            edge = pre + post
+            own = (pre + self.app.console.get_style(text.style) + post) if text.style else edge
+            styles = paint["texts"][key] = (edge, own)
+        edge, own = styles
+        plain = text.plain
+        spare = width - 2 - len(plain)
+        if text._spans or spare < 0 or text.justify not in _JUSTIFIED or not plain.isascii() or not plain.isprintable():
+            return self._rich_cell(paint, text, width, kind, cursor, hover)
+        if text.justify == "right":
+            return [Segment(" ", edge), Segment(" " * spare + plain, own), Segment(" ", edge)]
+        if text.justify == "left":
+            return [Segment(" ", edge), Segment(plain + " " * spare, own), Segment(" ", edge)]
+        return [Segment(" ", edge), Segment(plain, own), Segment(" " * (spare + 1), edge)]
+
+    def _rich_cell(self, paint: dict, text: Text, width: int, kind: str, cursor: bool, hover: bool) -> list[Segment]:
+        """A cell that is not a short plain text: drawn by Rich, as a DataTable does."""
         pre, post = self._cell_styles(paint, kind, cursor, hover)
-        console = self.app.console
-        lines = quick_cell_lines(text, width, 1, pre, post, console)
-        if lines is None:  # not a plain one-line text that fits: Rich draws it, as a DataTable does
-            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
-            lines = console.render_lines(Styled(Padding(text, (0, 1)), pre_style=pre, post_style=post), options)
-        return lines[0]
+        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+        return self.app.console.render_lines(Styled(Padding(text, (0, 1)), pre_style=pre, post_style=post), options)[0]
 
     # -- the mouse ----------------------------------------------------------------------------
     def _cell_under(self, event: events.MouseEvent) -> Coordinate | None:
@@ -315,7 +356,7 @@ class ValuesGrid(ScrollView, can_focus=True):
             return Coordinate(row, 0)
         x += round(self.scroll_x) - self._widths[0]
         column = bisect_right(self._starts, x)
-        return Coordinate(row, column) if x < sum(self._widths[1:]) else None
+        return Coordinate(row, column) if x < self._total else None
 
     def _show_hover(self, shown: bool, at: Coordinate | None = None) -> None:
         old = (self._hover_shown, self._hover)
