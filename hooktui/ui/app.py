@@ -495,7 +495,7 @@ class HooktuiApp(NavigationActions, App):
 
     def action_pane(self, name: str) -> None:
         pane = self.lower.reveal(name)
-        target = pane.query("DataTable, Tree").first() if pane.query("DataTable, Tree") else pane
+        target = pane.query("DataTable, Tree, ValuesGrid").first() if pane.query("DataTable, Tree, ValuesGrid") else pane
         self.call_after_refresh(target.focus)
 
     def action_slice(self, delta: int) -> None:

@@ -19,6 +19,7 @@ from hooktui.ui.widgets.lower import LowerPanes
 from hooktui.ui.widgets.tensors import TensorsPane
 from hooktui.ui.widgets.timeline import Timeline
 from hooktui.ui.widgets.values import ValuesPane
+from hooktui.ui.widgets.values_grid import ValuesGrid
 
 from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
 from ui_models import FailsInBackward, FailsInForward, inputs
@@ -313,8 +314,8 @@ def test_values_pane_moves_through_slices():
             values = app.query_one(ValuesPane)
             assert values.slices == 6 and values.slice_no == 0
             await pilot.press("right_square_bracket")
-            table = values.query_one(DataTable)
-            assert values.slice_no == 1 and table.row_count == 4 and len(table.columns) == 1 + 5
+            table = values.query_one(ValuesGrid)
+            assert values.slice_no == 1 and table.row_count == 4 and table.column_count == 1 + 5
             assert str(table.get_cell_at((0, 1))).strip() == "20"  # [0, 1, 0, 0]
             await pilot.press("right_curly_bracket")  # next index of dim 0: [1, 1]
             assert values.slice_no == 4

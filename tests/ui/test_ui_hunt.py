@@ -177,6 +177,7 @@ def test_snapshot_console_with_a_result(snap_compare, _repo_root):
         await paused_at(pilot, 1)
         await pilot.press("colon", *"args[0] * 2", "enter", *"args[0].shape", "enter", *"grad_output[0]", "enter")
         await wait_for(pilot, lambda: len(app.console_results) == 3, "three results")
+        app.screen.query_one("#console-input").cursor_blink = False  # the cursor shown, not caught mid-blink
         await pilot.pause()
 
     assert snap_compare(sample_app("seed.py"), terminal_size=(100, 30), run_before=run_before)

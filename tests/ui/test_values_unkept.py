@@ -20,12 +20,12 @@ def test_nothing_to_say_when_every_slice_was_kept_or_there_are_no_slices():
 
 def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kept():
     """Issue 12, item 19, in the app: cnn.py's input (1, 3, 32, 32) keeps one 32x32 block."""
-    from textual.widgets import DataTable
     from ui_helpers import paused_at, run, sample_app
 
     from hooktui.format import number
     from hooktui.ui.app import HooktuiApp
     from hooktui.ui.widgets.values import ValuesPane
+    from hooktui.ui.widgets.values_grid import ValuesGrid
 
     app = sample_app("cnn.py")
     x = app.session.args[0]
@@ -39,7 +39,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
             assert values.slices == 3  # every channel, though only the first was kept
             await pilot.press("right_square_bracket", "right_square_bracket")  # channel 2
             await pilot.pause()
-            table = values.query_one(DataTable)
+            table = values.query_one(ValuesGrid)
             assert values.slice_no == 2 and table.row_count == 32
             row = [str(table.get_cell_at((0, c))).strip() for c in range(1, 33)]
             assert row == [number(v) for v in x[0, 2, 0, :32].tolist()]

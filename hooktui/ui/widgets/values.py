@@ -13,12 +13,12 @@ import math
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ...engine.records import TensorRecord
 from ...format import number, shape_text
 from .text_update import set_text
-from .pane_table import PaneTable
+from .values_grid import ValuesGrid
 
 
 def dims_text(shape: list[int]) -> str:
@@ -105,7 +105,7 @@ class ValuesPane(Vertical):
     DEFAULT_CSS = """
     ValuesPane { height: 1fr; }
     ValuesPane > #values-title { height: auto; padding: 0 1; color: $text-muted; }
-    ValuesPane > DataTable { height: 1fr; }
+    ValuesPane > ValuesGrid { height: 1fr; }
     """
 
     def __init__(self, tensor: TensorRecord | None = None, slice_no: int = 0, **kwargs) -> None:
@@ -116,7 +116,7 @@ class ValuesPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="values-title")
-        yield PaneTable(cursor_type="cell", fixed_columns=1, show_row_labels=False, id="values-table")
+        yield ValuesGrid(id="values-table")
 
     def on_mount(self) -> None:
         self._composed = True
@@ -156,18 +156,20 @@ class ValuesPane(Vertical):
         if not self._composed:
             return  # on_mount shows it
         title = self.query_one("#values-title", Static)
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
+        table = self.query_one(ValuesGrid)
         if tensor is None:
+            table.clear()
             table.display = False  # set only when it changes: each change lays the screen out again
             set_text(title, Text("no tensor selected"))
             return
         if tensor.is_missing:
+            table.clear()
             table.display = False
             set_text(title, Text(f"{tensor.name}: None ({tensor.missing or 'no value'})", style="yellow"))
             return
         values = tensor.values
         if values is None or tensor.values_shape is None:
+            table.clear()
             table.display = False
             # Text, never a markup string: names come from the record (`x[/]` is a fine tensor name).
             set_text(title, Text(f"{tensor.name} {shape_text(tensor)}: no values kept" + (f" ({tensor.note})" if tensor.note else "")))
@@ -182,17 +184,7 @@ class ValuesPane(Vertical):
             rows, lead = grid(tensor, self.slice_no)
         table.display = True
         set_text(title, self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
-        cells = [[cell(v) for v in row] for row in rows]
-        width = max((len(row) for row in cells), default=0)
-        # Row indices as a fixed first column (row labels are measured lazily, so a
-        # screenshot could catch them unmeasured).
-        table.add_column("", key="row", width=len(str(len(cells) - 1)))
-        for c in range(width):
-            column_width = max([len(str(c)), *(row[c].cell_len for row in cells if c < len(row))])
-            table.add_column(str(c), key=str(c), width=column_width)
-        for r, row in enumerate(cells):
-            table.add_row(Text(str(r), style="bold"), *row)
-        table.move_cursor(row=0, column=1, animate=False)
+        table.fill([[cell(v) for v in row] for row in rows])  # row and column indices around them
 
     def _title(self, tensor: TensorRecord, lead: list[int], count: int, live_grid: list[int] | None = None) -> Text:
         text = Text()
