@@ -14,7 +14,6 @@ def cells(path):
     s = open(path).read()
     styles = dict(re.findall(r'\.terminal-(?:[0-9a-z]+-)?(r\d+) \{ ([^}]*) \}', s))
     bg, fg = {}, {}
-    body = s[s.index('<g class="terminal-matrix"') if '<g class="terminal-matrix"' in s else 0:]
     # backgrounds: rects with fill inside the clip group
     for m in re.finditer(r'<rect fill="(#[0-9a-f]+)" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', s):
         fill, x, y, w, h = m.groups()

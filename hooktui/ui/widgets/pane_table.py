@@ -54,13 +54,18 @@ def quick_cell_lines(cell: object, width: int, padding: int, pre_style: Style, p
         return None
     edge = pre_style + post_style
     own = (pre_style + console.get_style(cell.style) + post_style) if cell.style else edge
-    spare = inner - length
+    return [cell_segments(plain, cell.justify, inner - length, padding, edge, own)]
+
+
+def cell_segments(plain: str, justify: str | None, spare: int, padding: int, edge: Style, own: Style) -> list[Segment]:
+    """The segments Rich makes of a one-line text that fits its cell with `spare` columns
+    left: `own` the text's style, `edge` the cell's (padding and the space outside the text)."""
     line: list[Segment] = []
     if padding:
         line.append(Segment(" " * padding, edge))
-    if cell.justify == "right":
+    if justify == "right":
         line.append(Segment(" " * spare + plain, own))
-    elif cell.justify == "left":
+    elif justify == "left":
         line.append(Segment(plain + " " * spare, own))
     else:  # "default": the text, then padding outside it
         line.append(Segment(plain, own))
@@ -68,7 +73,7 @@ def quick_cell_lines(cell: object, width: int, padding: int, pre_style: Style, p
             line.append(Segment(" " * spare, edge))
     if padding:
         line.append(Segment(" " * padding, edge))
-    return [line]
+    return line
 
 
 class PaneTable(DataTable):

@@ -32,6 +32,8 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .pane_table import cell_segments
+
 HEADER = -1  # the row index of the header, as DataTable numbers it
 _BLANK = Text("")
 _JUSTIFIED = ("right", "left", "default", None)  # the ways a DataTable's cell is laid out that are done here
@@ -330,11 +332,7 @@ class ValuesGrid(ScrollView, can_focus=True):
         spare = width - 2 - len(plain)
         if text._spans or spare < 0 or text.justify not in _JUSTIFIED or not plain.isascii() or not plain.isprintable():
             return self._rich_cell(paint, text, width, kind, cursor, hover)
-        if text.justify == "right":
-            return [Segment(" ", edge), Segment(" " * spare + plain, own), Segment(" ", edge)]
-        if text.justify == "left":
-            return [Segment(" ", edge), Segment(plain + " " * spare, own), Segment(" ", edge)]
-        return [Segment(" ", edge), Segment(plain, own), Segment(" " * (spare + 1), edge)]
+        return cell_segments(plain, text.justify, spare, 1, edge, own)
 
     def _rich_cell(self, paint: dict, text: Text, width: int, kind: str, cursor: bool, hover: bool) -> list[Segment]:
         """A cell that is not a short plain text: drawn by Rich, as a DataTable does."""
