@@ -467,6 +467,7 @@ class Tracer:
         self.fire_call(call, "backward_pre", tensors, live, node=call.output_node, notes=self._notes(state),
                        scope={"grad_output": tuple(None if s.missing else g for s, g in zip(call.slots, grads))})
         state.grad_outputs = list(grads)
+        state.after_hooks.clear()
         if _is_compiled_wrapper(call.module):
             return  # PyTorch never fires the full backward hook of torch.compile's wrapper
         if not call.input_edges:
@@ -536,6 +537,9 @@ class Tracer:
         node = watched_nodes[0] if watched_nodes else call.output_node
         self.fire_call(call, "backward", tensors, live, node=node, notes=notes,
                        scope={"grad_output": tuple(state.grad_outputs or ()), "grad_input": tuple(live[f"grad_input[{i}]"] for i in range(call.n_args))})
+        # Fired: the grad_outputs kept for it go (not None: backward_pre has fired), as
+        # PyTorch's BackwardHook lets go of them once its hook has run.
+        state.grad_outputs = []
 
     @staticmethod
     def _notes(state: _Pass) -> list[str]:

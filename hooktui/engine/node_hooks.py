@@ -63,8 +63,14 @@ class GradWatch:
                 self.grads[slot] = grad
             self._seen += 1
             finished = self._finished = self._seen == self._expected
+            grads = self.grads
+            if finished:
+                # The hooks holding this watch live as long as the graph: let the
+                # gradients go with the firing, as the engine lets them go (a backward
+                # would otherwise keep every module's gradients to its end).
+                self.grads = []
         if finished:
-            self._done(self.grads, self.nodes)
+            self._done(grads, self.nodes)
 
 
 class NodeHooks:
