@@ -270,6 +270,8 @@ def _reread(state: _State) -> None:
 
 def _read_again(state: _State, facts: _Facts) -> dict:
     last = facts.last_saved()
+    if _still_held(facts.node, last):
+        return last
     saved = _read_saved(facts.node, last)
     if saved is not last:
         state.tick += 1
@@ -277,6 +279,20 @@ def _read_again(state: _State, facts: _Facts) -> dict:
             facts.changes = []
         facts.changes.append((state.tick, saved))
     return saved
+
+
+def _still_held(node, last: dict) -> bool:
+    """Whether nothing changed since the reading `last`, from one look at one slot. A
+    node's saved tensors are released together (release_variables, once it has run):
+    while one that held a tensor at the last reading still holds it, all do."""
+    for key, _attr, raw_attr in _saved_slots(node):
+        if type(last.get(key)) is list:
+            try:
+                raw = getattr(node, raw_attr)
+            except RuntimeError:
+                return False
+            return isinstance(getattr(raw, "data", None), torch.Tensor)
+    return False
 
 
 def _is_final(saved: dict) -> bool:
