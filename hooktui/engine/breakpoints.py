@@ -256,6 +256,8 @@ class BreakpointList:
         return frozenset(s.breakpoint for s in self.states() if s.enabled)
 
     def has_kind(self, *kinds: str) -> bool:
+        if not self._states:  # asked at every firing: most runs have no breakpoint
+            return False
         return any(s.enabled and s.breakpoint.kind in kinds for s in self.states())
 
     def check(self, event: Event, live: Any = None, count: bool = True, records_only: bool = False) -> Stop | None:

@@ -68,6 +68,8 @@ class Gate:
 
     def take_step_into(self) -> bool:
         """Worker side: was a step-into asked for? (Clears the request.)"""
+        if not self._into:  # asked at every firing: no lock for the common answer
+            return False
         with self._cond:
             into, self._into = self._into, False
             return into

@@ -263,15 +263,14 @@ def _reread(state: _State) -> None:
         if facts is None or facts.node is not node:
             del state.volatile[nid]
             continue
-        saved = _read_again(state, facts)
-        if _is_final(saved):
+        if _still_held(node, facts.last_saved()):
+            continue  # nothing changed, and a node holding a tensor is not final
+        if _is_final(_read_again(state, facts)):
             del state.volatile[nid]
 
 
 def _read_again(state: _State, facts: _Facts) -> dict:
     last = facts.last_saved()
-    if _still_held(facts.node, last):
-        return last
     saved = _read_saved(facts.node, last)
     if saved is not last:
         state.tick += 1
