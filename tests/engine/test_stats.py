@@ -217,3 +217,34 @@ def test_value_block_and_stats_of_a_non_contiguous_view(view):
     sample = flat[:: math.ceil(t.numel() / StatsOptions().snapshot_size)]
     assert s.hist_sampled == sample.numel() == sum(s.hist)
     assert s.hist == torch.histc(sample, HIST_BINS, s.min, s.max).long().tolist()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda g: torch.randn(50, 101, generator=g) * 7 + 2,
+        lambda g: (torch.randn(50, 101, generator=g, dtype=torch.float64) * 1e3),
+        lambda g: torch.randn(50, 101, generator=g).to(torch.float16),
+        lambda g: torch.randn(50, 101, generator=g).to(torch.bfloat16),
+        lambda g: torch.randint(-2**40, 2**40, (50, 101), generator=g),
+        lambda g: torch.randint(0, 255, (50, 101), generator=g).to(torch.uint8),
+        lambda g: torch.randn(50, 101, generator=g) > 0.3,
+        lambda g: torch._neg_view(torch.randn(50, 101, generator=g)),  # numpy refuses to view it
+        lambda g: torch.where(torch.randn(50, 101, generator=g) > 1.5, float("nan"), torch.randn(50, 101, generator=g)),
+    ],
+    ids=["float32", "float64", "float16", "bfloat16", "int64", "uint8", "bool", "neg-view", "with-nan"],
+)
+def test_exact_moments_of_a_tensor_larger_than_a_snapshot(make):
+    """Past `snapshot_size` the moments are computed at the firing (sum by torch, min, max
+    and the sum of squares by numpy where it can view the tensor): exact, every dtype."""
+    t = make(torch.Generator().manual_seed(3))
+    assert t.numel() > StatsOptions().snapshot_size
+    reference = (t.resolve_neg().float() if t.dtype in (torch.float16, torch.bfloat16) else t.resolve_neg()).numpy()
+    want, s = expected_stats(reference), describe("x", t).stats
+    assert not s.approx and s.count == t.numel()
+    for key in ("finite", "nan", "posinf", "neginf"):
+        assert getattr(s, key) == want[key], key
+    assert (s.min, s.max) == (want["min"], want["max"])  # exact: no rounding in a min or a max
+    rel = 1e-12 if t.dtype in (torch.float64, torch.int64, torch.uint8, torch.bool) else 1e-5
+    for key in ("mean", "absmax", "norm", "std"):
+        assert math.isclose(getattr(s, key), want[key], rel_tol=rel), (key, getattr(s, key), want[key])
