@@ -50,7 +50,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, hunt, nodes, stats
+from . import backward_calls, collector, hunt, nodes, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
@@ -338,7 +338,8 @@ class Tracer:
         start = torch._C._autograd._get_sequence_nr()
         nodes.backward_started()
         try:
-            self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
+            with collector.paused_then_frozen():
+                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
             yield
             self._release(None)
         finally:

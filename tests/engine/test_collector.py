@@ -1,0 +1,75 @@
+"""The run keeps Python's garbage collector out of the way of hooktui's own long-lived
+objects (engine/collector.py), and leaves the collector as it found it."""
+
+import gc
+
+import torch
+from torch import nn
+
+from hooktui.engine import capture
+from hooktui.engine.session import record
+
+
+def _deep_model(n: int) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(n)])
+
+
+def test_no_full_collection_while_a_backwards_watches_are_placed(monkeypatch):
+    """Placing the watches makes objects for every node of the graph; with the collector
+    running, its full passes over them grow with the model (a run-through that is not
+    linear in the number of modules). Thresholds this low force collections everywhere else."""
+    placing = []
+    full_while_placing = []
+
+    real = capture.Tracer._place_watches
+
+    def place(self, *args, **kwargs):
+        placing.append(True)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            placing.pop()
+
+    def on_gc(phase, info):
+        if phase == "start" and info["generation"] == 2 and placing:
+            full_while_placing.append(info)
+
+    monkeypatch.setattr(capture.Tracer, "_place_watches", place)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(20, 1, 1)
+    gc.callbacks.append(on_gc)
+    try:
+        full_before = gc.get_stats()[2]["collections"]
+        trace = record(_deep_model(300), torch.randn(2, 4))
+        full_during_run = gc.get_stats()[2]["collections"] - full_before
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.set_threshold(*thresholds)
+    assert not trace.failed and any(e.phase == "backward" for e in trace.events)
+    assert full_during_run > 0  # the thresholds did force full collections during the run
+    assert full_while_placing == []
+
+
+def test_the_collector_is_left_as_it_was_found():
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    trace = record(_deep_model(5), torch.randn(2, 4))
+    assert not trace.failed
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # what the run froze is back in the collector's reach
+
+
+def test_the_collector_is_left_as_it_was_found_when_the_model_fails():
+    class Fails(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.inner(x)
+            y.register_hook(lambda g: 1 / 0)  # raises in the backward, after the watches are placed
+            return y
+
+    trace = record(Fails(), torch.randn(2, 4))
+    assert trace.failed and "ZeroDivisionError" in trace.error.type
+    assert gc.isenabled() and gc.get_freeze_count() == 0
