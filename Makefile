@@ -32,6 +32,7 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/decompose.py
+	$(BIN)/python benchmarks/peak.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/app_memory.py
 	$(BIN)/python benchmarks/ui_step.py

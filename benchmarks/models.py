@@ -58,7 +58,7 @@ def resnet_case(batch: int = 16):
     model = ResNet18Layout()
     x = torch.randn(batch, 3, 32, 32)
     target = torch.randint(0, 10, (batch,))
-    return "ResNet-18 layout, CIFAR, batch 16", model, x, lambda out: F.cross_entropy(out, target)
+    return f"ResNet-18 layout, CIFAR, batch {batch}", model, x, lambda out: F.cross_entropy(out, target)
 
 
 def mlp_blocks(blocks: int = 64, width: int = 64) -> nn.Sequential:
