@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
 import threading
 import traceback
 from collections import deque
@@ -27,7 +26,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map_only
 
-from . import hunt, lazy_stats, nodes, stats
+from . import collector, hunt, lazy_stats, nodes, stats
 from .breakpoints import Breakpoint
 from .capture import LiveFiring, Tracer
 from .gate import MODEL_ERRORS, Gate, QuitRequested
@@ -39,7 +38,7 @@ from .source import RUNNER_FUNCTION
 from .thread_state import ThreadState
 from .user_hooks import UserHooks
 
-_FREEZE_EVERY = 1024  # firings between gc.freeze() calls while running
+_FREEZE_EVERY = 1024  # firings between freezes while running (engine/collector.py)
 
 STATES = ("ready", "running", "paused", "finished", "failed", "quit")
 
@@ -237,7 +236,7 @@ class Session:
         lazy_stats.start_run()
         # Everything that exists now lives on: out of the collector's way for the run
         # (unfrozen when it ends), so that a full collection walks only what the run made.
-        gc.freeze()
+        collector.run_started()
         self._set_state("running")
         final = "finished"
         try:
@@ -268,7 +267,7 @@ class Session:
             lazy_stats.flush_pending()  # device summaries reach the host once, here
             lazy_stats.end_run()
             nodes.forget_node_records()
-            gc.unfreeze()  # garbage cycles the model made during the run can be collected again
+            collector.run_ended()  # garbage cycles the model made during the run can be collected again
             _trim_heap(self._emitted)
         self._set_state(final)
         return self.trace
@@ -320,7 +319,7 @@ class Session:
             if self._emitted % _FREEZE_EVERY == 0:
                 # Records live long and hold no cycles: out of the collector's way, or
                 # each collection walks every record so far (a quadratic run-through).
-                gc.freeze()
+                collector.freeze()
             if self._on_event is not None:
                 self._on_event(event)
             self.current = live

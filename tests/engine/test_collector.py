@@ -30,10 +30,16 @@ def test_no_full_collection_while_a_backwards_watches_are_placed(monkeypatch):
             return real(self, *args, **kwargs)
         finally:
             placing.pop()
+            placed.append(True)
+
+    placed = []
+    young_after = []  # objects waiting in the youngest generation at the first collection after placing
 
     def on_gc(phase, info):
         if phase == "start" and info["generation"] == 2 and placing:
             full_while_placing.append(info)
+        if phase == "start" and placed and not young_after:
+            young_after.append(gc.get_count()[0])
 
     monkeypatch.setattr(capture.Tracer, "_place_watches", place)
     thresholds = gc.get_threshold()
@@ -49,6 +55,9 @@ def test_no_full_collection_while_a_backwards_watches_are_placed(monkeypatch):
     assert not trace.failed and any(e.phase == "backward" for e in trace.events)
     assert full_during_run > 0  # the thresholds did force full collections during the run
     assert full_while_placing == []
+    # Frozen before the collector runs again: the next collection does not find what
+    # placing made waiting in the youngest generation (thousands of objects here).
+    assert young_after and young_after[0] < 100  # about the threshold (20); ~50,000 if they were left young
 
 
 def test_the_collector_is_left_as_it_was_found():
@@ -73,3 +82,19 @@ def test_the_collector_is_left_as_it_was_found_when_the_model_fails():
     trace = record(Fails(), torch.randn(2, 4))
     assert trace.failed and "ZeroDivisionError" in trace.error.type
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_objects_the_process_froze_itself_stay_frozen():
+    """A process that froze its own objects (before forking data-loader workers) keeps
+    them frozen: hooktui then freezes nothing, since unfreezing is all or nothing."""
+    mine = [object()]  # a container the collector tracks
+    gc.freeze()
+    try:
+        assert not any(o is mine for o in gc.get_objects())  # frozen: in no generation
+        trace = record(_deep_model(5), torch.randn(2, 4))
+        assert not trace.failed
+        assert not any(o is mine for o in gc.get_objects())  # still frozen
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert any(o is mine for o in gc.get_objects())  # the check above can see it
