@@ -16,9 +16,7 @@ repeat (medians, one torch thread), as in run.py. `--quick`: fewer repeats.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from models import mlp_case, resnet_case  # noqa: E402
-from run import bare_step, machine, plain_hooks_step  # noqa: E402
+from run import bare_step, machine, plain_hooks_step, side_by_side  # noqa: E402
 
 from hooktui.engine import nodes, session, stats  # noqa: E402
 from hooktui.engine.records import TensorRecord  # noqa: E402
@@ -79,15 +77,7 @@ def main() -> None:
     print(f"machine: {machine()}")
     for label, model, inputs, loss_fn in (resnet_case(), mlp_case()):
         cases = rows(model, inputs, loss_fn)
-        for _, fn in cases:
-            fn()  # warm up
-        times: list[list[float]] = [[] for _ in cases]
-        for _ in range(repeat):
-            for i, (_, fn) in enumerate(cases):
-                start = time.perf_counter()
-                fn()
-                times[i].append(time.perf_counter() - start)
-        medians = [statistics.median(t) for t in times]
+        medians = side_by_side([fn for _, fn in cases], repeat)
         print()
         print(f"{label}: {'ms':>7} {'x bare':>7}")
         for (name, _), median in zip(cases, medians):
