@@ -15,6 +15,9 @@ import traceback
 EXIT_BAD_INPUT = 2
 # The diff's defaults (engine/compare.py's), here so that `--help` does not import it.
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+# Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
+# (a tensor's statistics are exact up to 2^20 elements: no more values than that).
+DEFAULT_VALUES, MAX_VALUES = 1024, 1 << 20
 COMMANDS = ("open", "trace", "view", "diff", "serve")  # and `run`, which takes the script's own arguments
 
 
@@ -37,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
     parser.add_argument("--json", action="store_true", help="trace: one JSON object per firing per line")
     parser.add_argument("--save", metavar="FILE", help="trace: also write a trace file that `hooktui view` opens")
+    parser.add_argument("--values", type=_values, metavar="N",
+                        help=f"trace: values kept per tensor for --json and --save (default {DEFAULT_VALUES}; 0: statistics only, "
+                        "a far smaller and faster trace)")
     parser.add_argument(
         "--legacy",
         action="store_true",
@@ -79,6 +85,16 @@ def _shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _values(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= MAX_VALUES:
+        raise argparse.ArgumentTypeError(f"bad count {text!r}: use a whole number from 0 to {MAX_VALUES:,}")
+    return count
+
+
 def _above(text: str) -> tuple[str, float]:
     stat, _, bound = text.partition("=")
     try:
@@ -108,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
     if args.against is not None and args.command not in ("view", "serve"):
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
+    if args.values is not None and args.command != "trace":
+        parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
     try:
         if args.command == "trace":
             from .commands.trace import run_trace

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..cli import UserError
 from ..engine.loader import LoadedModel, LoadError, load_target
 from ..engine.session import Session
+from ..engine.stats import StatsOptions
 
 
 def load(args) -> LoadedModel:
@@ -14,8 +15,11 @@ def load(args) -> LoadedModel:
         raise UserError(str(exc)) from exc
 
 
-def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False, keep_events: bool = True) -> Session:
+def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False, keep_events: bool = True,
+                values: int | None = None) -> Session:
+    """`values`: values kept per tensor (None: StatsOptions' default; 0: none)."""
+    options = StatsOptions() if values is None else StatsOptions(max_values=max(values, 1), keep_values=values > 0)
     return Session(
         loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label, legacy=legacy,
-        keep_events=keep_events,
+        keep_events=keep_events, options=options,
     )

@@ -101,8 +101,12 @@ def report(result: Comparison, path_a: str, path_b: str) -> str:
         f"{result.aligned} firings aligned by phase, hook, module and call; "
         f"{result.only_in('a')} only in A, {result.only_in('b')} only in B",
         f"a number differs when |a - b| > atol + rtol * scale (rtol {tol.rtol:g}, atol {tol.atol:g})",
-        "",
     ]
+    with_values, numeric = result.values_coverage()
+    if with_values < numeric:
+        lines.append(f"kept values compared for {with_values} of {numeric} tensors; the other {numeric - with_values} by their "
+                     "statistics only (a run kept no values for them, or a different block: trace --values)")
+    lines.append("")
     first = result.first_difference
     if first is None:
         lines.append("the runs agree: every tensor of every firing within the tolerance")
@@ -161,6 +165,9 @@ def as_json(result: Comparison, path_a: str, path_b: str) -> dict:
         "only_in_a": result.only_in("a"),
         "only_in_b": result.only_in("b"),
         "differing_firings": result.differing,
+        # Tensors compared by their numbers, and how many of them value by value too.
+        "tensors_compared": result.values_coverage()[1],
+        "values_compared": result.values_coverage()[0],
         "first_difference": None if first is None else firing_json(result, first),
         "modules": [
             {

@@ -64,7 +64,7 @@ def run_trace(args) -> int:
         if args.condition:
             raise UserError("--break-if is for the app (hooktui MODEL --break-if ...); trace takes --stop-at-nonfinite and --stop-above")
         # Printed firings are let go, unless a file is to be saved or a stop explained.
-        session = session_for(loaded, pause=False, legacy=True, keep_events=bool(args.save or breakpoints))
+        session = session_for(loaded, pause=False, legacy=True, keep_events=bool(args.save or breakpoints), values=args.values)
         for bp in breakpoints:
             session.add_breakpoint(bp)
         if breakpoints:

@@ -9,6 +9,10 @@ those: the k-th `param_grad` of `fc1` call 0 in A meets the k-th in B. Firing nu
 differ between the runs (one recorded legacy firings, one failed early); a firing found in
 one run only is a difference.
 
+Values. Kept values are compared where both runs kept the same block; elsewhere (a trace
+saved with `trace --values 0`, or another `--values`) a tensor is compared by its
+statistics only, and the report says for how many tensors that was so.
+
 Tolerance. Every number compared — a statistic, or a kept value where both runs kept the
 same block — differs when |a - b| > atol + rtol * scale. For a statistic of size (abs-max,
 norm, std) the scale is the larger |value| of the two; for one of position (min, max,
@@ -61,6 +65,7 @@ class TensorDiff:
     b: float | None = None
     reason: str = ""  # why it differs, when not a number (shape, NaN count, missing)
     dtypes: tuple[str | None, str | None] | None = None  # when they differ
+    values_compared: bool = False  # both runs kept the same block of values, compared element by element
 
 
 @dataclass
@@ -121,6 +126,13 @@ class Comparison:
     @property
     def aligned(self) -> int:
         return sum(1 for f in self.firings if f.a is not None and f.b is not None)
+
+    def values_coverage(self) -> tuple[int, int]:
+        """(tensors whose kept values were compared, tensors compared by their numbers at
+        all): a trace saved with `trace --values 0` keeps none, one with a smaller
+        `--values` a different block, and those tensors are compared by statistics only."""
+        numeric = [t for f in self.firings if f.a is not None and f.b is not None for t in f.tensors if t.rel is not None]
+        return sum(1 for t in numeric if t.values_compared), len(numeric)
 
     def only_in(self, side: str) -> int:
         other = "b" if side == "a" else "a"
@@ -232,6 +244,7 @@ def compare_tensor(a: TensorRecord, b: TensorRecord, tolerance: Tolerance) -> Te
                 continue
             findings.append(_number(x, y, max(abs(x), abs(y)) if kind == "size" else magnitude, name, tolerance))
     if a.values is not None and b.values is not None and a.values_shape == b.values_shape:
+        diff.values_compared = True
         found = _values(a.values, b.values, a.values_shape, magnitude, tolerance)
         if found is not None:
             findings.append(found)

@@ -116,3 +116,23 @@ def test_view_against_a_bad_file_is_one_message_and_exit_2(runs, capsys):
     code = main(["view", str(runs["a"]), "--against", str(runs["a"].parent / "missing.jsonl")])
     err = capsys.readouterr().err
     assert code == 2 and "missing.jsonl: no such file" in err and "Traceback" not in err
+
+
+def test_the_report_says_which_tensors_were_compared_by_statistics_only(runs, capsys, tmp_path):
+    """B saved as `trace --values 0` saves it: no values kept."""
+    info, events = read_trace(runs["b"])
+    numeric = 0
+    for event in events:
+        for tensor in event.tensors:
+            if not tensor.is_missing:
+                tensor.values = tensor.values_shape = None
+                numeric += 1
+    write_trace(tmp_path / "stats-only.jsonl", info, events)
+    code, out, _ = diff(capsys, runs["a"], tmp_path / "stats-only.jsonl")
+    assert code == 0
+    assert f"kept values compared for 0 of {numeric} tensors; the other {numeric} by their statistics only" in out
+    code, out, _ = diff(capsys, runs["a"], tmp_path / "stats-only.jsonl", "--json")
+    report = json.loads(out)
+    assert (report["tensors_compared"], report["values_compared"]) == (numeric, 0)
+    code, out, _ = diff(capsys, runs["a"], runs["b"])
+    assert "kept values compared" not in out  # every tensor compared value by value

@@ -6,6 +6,7 @@ import math
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hooktui
@@ -25,6 +26,11 @@ for _name in NAMES:
     if _name in TABLE:
         _COMMANDS[(_name, "table")] = ("trace", SAMPLES / f"{_name}.py")
     _COMMANDS[(_name, "json")] = ("trace", SAMPLES / f"{_name}.py", "--json", "--save", Path(_OUT.name) / f"{_name}.jsonl")
+# Fewer values kept (--values): on the cnn sample, whose tensors are larger than the default block.
+_COMMANDS[("cnn", "values0")] = ("trace", SAMPLES / "cnn.py", "--json", "--values", "0", "--save", Path(_OUT.name) / "cnn-values0.jsonl")
+_COMMANDS[("cnn", "values16")] = ("trace", SAMPLES / "cnn.py", "--json", "--values", "16")
+_COMMANDS[("cnn", "values-1")] = ("trace", SAMPLES / "cnn.py", "--values=-1")
+_COMMANDS[("cnn", "open-values")] = ("open", SAMPLES / "cnn.py", "--values", "3")
 # Started at import (collection): they run while other tests do.
 _RUNS = start_many(_COMMANDS)
 
@@ -180,3 +186,57 @@ def test_no_model_means_the_stack_overflow_model():
     ]
     first = events[0]["tensors"][0]
     assert first["shape"] == [1, 1, 10] and first["stats"]["min"] == 0 and first["stats"]["max"] == 9  # arange(10)
+
+
+def _tensors(result) -> list[dict]:
+    assert result.returncode == 0, result.stderr
+    return [t for line in result.stdout.splitlines() for t in json.loads(line)["tensors"]]
+
+
+def test_values_0_keeps_statistics_only(runs):
+    """`--values 0`: no value anywhere, in the JSON or the saved file; every statistic as
+    in the run that kept values (the same seeded run)."""
+    results, out = runs
+    full, bare = _tensors(results[("cnn", "json")]), _tensors(results[("cnn", "values0")])
+    assert len(full) == len(bare) and any(t["values"] for t in full)
+    for with_values, without in zip(full, bare):
+        assert without["values"] is None and without["values_shape"] is None
+        assert _normalise(without["stats"]) == _normalise(with_values["stats"])
+    _, saved = read_trace(out / "cnn-values0.jsonl")
+    kept = [t for e in saved for t in e.tensors if not t.is_missing]
+    assert kept and all(t.values is None and t.stats is not None for t in kept)
+
+
+def test_values_n_keeps_a_smaller_leading_block(runs):
+    """`--values 16`: at most 16 values per tensor, the leading block of the tensor: the
+    same numbers as the corner of the default 1,024-value block."""
+    results, _ = runs
+    full, small = _tensors(results[("cnn", "json")]), _tensors(results[("cnn", "values16")])
+    compared = 0
+    for big, little in zip(full, small, strict=True):
+        if little["values"] is None:
+            assert big["values"] is None
+            continue
+        shape = little["values_shape"]
+        assert len(little["values"]) == math.prod(shape) <= 16
+        assert _normalise(little["stats"]) == _normalise(big["stats"])
+        if all(k <= b for k, b in zip(shape, big["values_shape"])):
+            corner = np.asarray(big["values"], dtype=float).reshape(big["values_shape"])[tuple(slice(0, k) for k in shape)]
+            assert little["values"] == corner.reshape(-1).tolist()
+            compared += 1
+    assert compared > 10
+
+
+def test_values_is_checked(runs):
+    results, _ = runs
+    bad = results[("cnn", "values-1")]
+    assert bad.returncode == 2 and "bad count '-1'" in bad.stderr and "Traceback" not in bad.stderr
+    elsewhere = results[("cnn", "open-values")]
+    assert elsewhere.returncode == 2 and "--values goes with trace" in elsewhere.stderr
+
+
+def test_the_cli_default_is_the_engines():
+    from hooktui.cli import DEFAULT_VALUES
+    from hooktui.engine.stats import StatsOptions
+
+    assert DEFAULT_VALUES == StatsOptions().max_values

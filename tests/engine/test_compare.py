@@ -20,6 +20,7 @@ from torch import nn
 from hooktui.engine.compare import Tolerance, compare
 from hooktui.engine.records import Event, TensorRecord, TensorStats
 from hooktui.engine.session import record
+from hooktui.engine.stats import StatsOptions
 from hooktui.engine.trace_file import event_json
 
 from plain_hooks import load_sample
@@ -166,6 +167,27 @@ def test_values_are_compared_where_both_runs_kept_them():
     assert compare([event], [twin]).agree
     b.values = [0.0, 1.0, 2.0, 3.0]
     assert compare([event], [twin]).first_difference.worst.what == "values[0, 0]"
+
+
+def test_tensors_compared_by_statistics_only_are_counted():
+    """A run saved with `trace --values 0` keeps no values: its tensors can only be
+    compared by their statistics, and the comparison says for how many that was so. Values
+    that differ while every statistic agrees (two entries swapped) show why it matters."""
+    with_values = run()
+    stats_only = [Event.from_dict(json.loads(event_json(e)))
+                  for e in record(build(), data(), loss, options=StatsOptions(keep_values=False)).events]
+    numeric = sum(1 for e in with_values for t in e.tensors if not t.is_missing)
+    assert compare(with_values, run()).values_coverage() == (numeric, numeric)
+    assert compare(with_values, stats_only).values_coverage() == (0, numeric)
+
+    swapped = copy.deepcopy(with_values)
+    position = position_of(swapped, "forward", "fc1")
+    output = next(t for t in swapped[position].tensors if t.name == "output")
+    output.values[0], output.values[1] = output.values[1], output.values[0]
+    assert output.values[0] != output.values[1]
+    assert not compare(with_values, swapped).agree  # seen where both kept the values
+    result = compare(swapped, stats_only)
+    assert result.agree and result.values_coverage() == (0, numeric)  # not seen: said so
 
 
 def test_float32_and_bfloat16_part_within_bfloat16_rounding():
