@@ -155,6 +155,7 @@ def firing_json(result: Comparison, firing: FiringDiff) -> dict:
 
 def as_json(result: Comparison, path_a: str, path_b: str) -> dict:
     first = result.first_difference
+    with_values, numeric = result.values_coverage()
     return {
         "agree": result.agree,
         "rtol": result.tolerance.rtol,
@@ -166,8 +167,8 @@ def as_json(result: Comparison, path_a: str, path_b: str) -> dict:
         "only_in_b": result.only_in("b"),
         "differing_firings": result.differing,
         # Tensors compared by their numbers, and how many of them value by value too.
-        "tensors_compared": result.values_coverage()[1],
-        "values_compared": result.values_coverage()[0],
+        "tensors_compared": numeric,
+        "values_compared": with_values,
         "first_difference": None if first is None else firing_json(result, first),
         "modules": [
             {

@@ -234,11 +234,12 @@ class Session:
         tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads,
                                        walk=self._walk)
         lazy_stats.start_run()
-        # Everything that exists now lives on: out of the collector's way for the run
-        # (unfrozen when it ends), so that a full collection walks only what the run made.
-        collector.run_started()
         self._set_state("running")
         final = "finished"
+        # Everything that exists now lives on: out of the collector's way for the run
+        # (unfrozen when it ends, in the `finally` below), so that a full collection walks
+        # only what the run made.
+        collector.run_started()
         try:
             with self._model_state(), self._grad_state():
                 self._follow_hunting()
@@ -261,13 +262,15 @@ class Session:
             self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
             final = "failed"
         finally:
+            # First, so that nothing below can leave the collector frozen: the model's
+            # garbage cycles made during the run can be collected again.
+            collector.run_ended()
             self._stop_creation_lines()
             self.current = None
             self._tracer = None
             lazy_stats.flush_pending()  # device summaries reach the host once, here
             lazy_stats.end_run()
             nodes.forget_node_records()
-            collector.run_ended()  # garbage cycles the model made during the run can be collected again
             _trim_heap(self._emitted)
         self._set_state(final)
         return self.trace

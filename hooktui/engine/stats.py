@@ -8,7 +8,8 @@ recovered later:
   counted element by element;
 - a private snapshot: the tensor itself, copied, when it has at most `snapshot_size`
   elements; a larger one gets its exact min, max, sum and sum of squares (one pass
-  each, by whichever of torch and numpy is faster) and an evenly strided sample for the histogram and the zero count;
+  each, by whichever of torch and numpy is faster) and an evenly strided sample for the
+  histogram and the zero count;
 - a copy of the leading block of values (at most `max_values`).
 
 Everything else (mean, std, norm, histogram, the value list) is computed from the
