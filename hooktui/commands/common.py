@@ -18,7 +18,10 @@ def load(args) -> LoadedModel:
 def session_for(loaded: LoadedModel, *, pause: bool, legacy: bool = False, keep_events: bool = True,
                 values: int | None = None) -> Session:
     """`values`: values kept per tensor (None: StatsOptions' default; 0: none)."""
-    options = StatsOptions() if values is None else StatsOptions(max_values=max(values, 1), keep_values=values > 0)
+    if values is None:
+        options = StatsOptions()
+    else:
+        options = StatsOptions(max_values=values) if values else StatsOptions(keep_values=False)
     return Session(
         loaded.model, loaded.inputs, loaded.loss_fn, pause=pause, label=loaded.label, loss_label=loaded.loss_label, legacy=legacy,
         keep_events=keep_events, options=options,
