@@ -276,7 +276,11 @@ class DeviceSnapshot(_Summary):
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
         self.batch.flush()
-        nan, posinf, neginf = self._host[0][7:10]
+        with _resolve_lock:
+            result, host = self._result, self._host
+        if result is not None:  # compacted: the host copy is gone, the counts are packed
+            return _counts_of(result[0])
+        nan, posinf, neginf = host[0][7:10]
         return (int(nan), int(posinf), int(neginf))
 
     def _compact(self) -> tuple:

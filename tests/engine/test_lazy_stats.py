@@ -244,3 +244,14 @@ def test_summaries_evicted_by_the_budget_keep_exact_statistics(monkeypatch, dtyp
             assert sum(s.hist) == finite.size and np.abs(np.array(s.hist) - want_hist).sum() <= 2 * on_edge
         else:
             assert s.hist[0] == finite.size
+
+
+@pytest.mark.parametrize("n", [SMALL, LARGE])
+def test_device_snapshot_counts_readable_after_its_statistics(n):
+    """The CUDA path's first-paint crash (issue 22): statistics read first compact the
+    snapshot, and the non-finite counts asked for afterwards must still be there."""
+    t = _with_nonfinite(n, torch.float32)
+    want = (int(torch.isnan(t).sum()), int(torch.isposinf(t).sum()), int(torch.isneginf(t).sum()))
+    record = describe("x", t, DEFER)
+    assert math.isfinite(record.stats.mean)
+    assert record.nonfinite_counts == want
