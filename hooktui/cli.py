@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
         "hit, then where the bad value was born, and exit with status 3",
     )
     value.add_argument("--break-nonfinite", "--stop-at-nonfinite", dest="nonfinite", action="store_true",
-                       help="stop at the first firing with a NaN or +/-Inf in any tensor")
+                       help="stop at the first firing with a NaN, or a +/-Inf in a tensor that carries a gradient "
+                            "(an attention mask passed in may hold -inf)")
     value.add_argument("--nan-only", action="store_true", help="with --break-nonfinite: NaN only, not Inf")
     value.add_argument("--break-above", "--stop-above", dest="above", metavar="STAT=BOUND", type=_above, action="append",
                        help="stop where a tensor's norm or absmax (over its finite values) is above BOUND, e.g. norm=1e3")

@@ -90,7 +90,7 @@ def _bad(event: Event, bp: Breakpoint) -> list[tuple[TensorRecord, str]]:
         return []
     if not fnmatch.fnmatchcase(event.module, bp.module):
         return []
-    return [(t, words) for t in event.tensors if (words := bp.tensor_reason(t)) is not None]
+    return [(t, words) for t in event.tensors if (words := bp.tensor_reason(t, event.phase)) is not None]
 
 
 def _good(bp: Breakpoint) -> str:

@@ -7,8 +7,10 @@ breakpoint stops a live run (engine/gate.py) and a walk through a recorded histo
 
 - `module`: the firing's module matches a glob (optionally one phase / hook kind);
 - `user_hook`: one of the model's own hooks ran;
-- `nonfinite`: a tensor of the firing holds NaN (or +/-Inf, unless `inf=False`), from the
-  exact counts every record carries (TensorRecord.nonfinite_counts);
+- `nonfinite`: a tensor of the firing holds NaN, or +/-Inf (unless `inf=False`) in a tensor
+  that carries or produces a gradient, from the exact counts every record carries
+  (TensorRecord.nonfinite_counts). A module's input that needs no grad may hold +/-Inf by
+  design: the additive -inf attention mask of every causal transformer (`is_gradless_input`);
 - `threshold`: a tensor's finite abs-max or norm is above `bound`;
 - `condition`: a Python expression, evaluated at every firing against the live objects
   (names in CONDITION_NAMES). An expression that raises stops there, the error as reason.
@@ -117,19 +119,22 @@ class Breakpoint:
             return self.label
         if self.kind in ("nonfinite", "threshold"):
             for tensor in event.tensors:
-                words = self.tensor_reason(tensor)
+                words = self.tensor_reason(tensor, event.phase)
                 if words is not None:
                     return f"{words} in {tensor.name}"
             return None
         return _evaluate(self.expression, event, live)
 
-    def tensor_reason(self, tensor: TensorRecord) -> str | None:
-        """A value breakpoint's words for what is wrong with one tensor, or None."""
+    def tensor_reason(self, tensor: TensorRecord, phase: str | None = None) -> str | None:
+        """A value breakpoint's words for what is wrong with one tensor of a firing of
+        `phase`, or None."""
         if tensor.is_missing or not tensor_matches(tensor, self.tensor):
             return None
         if self.kind == "nonfinite":
             counts = tensor.nonfinite_counts
-            return (nonfinite_words(counts, self.inf) or None) if counts is not None else None
+            if counts is None:
+                return None
+            return nonfinite_words(counts, self.inf and not is_gradless_input(tensor, phase)) or None
         if self.kind == "threshold":
             stats = tensor.stats
             value = None if stats is None else getattr(stats, self.stat)
@@ -148,6 +153,13 @@ def _where(bp: Breakpoint) -> str:
     if bp.tensor != "*":
         parts.append(f"tensors {bp.tensor}")
     return ", ".join(parts)
+
+
+def is_gradless_input(tensor: TensorRecord, phase: str | None) -> bool:
+    """A forward input that needs no grad (an additive attention mask): its +/-Inf is not a
+    bug, since no gradient flows through it; a NaN in it still is. A record that does not say
+    (`requires_grad` None: an older trace file) counts as carrying a gradient."""
+    return phase == "forward" and tensor.requires_grad is False and tensor.name.startswith(("args", "kwargs"))
 
 
 def tensor_matches(tensor: TensorRecord, pattern: str) -> bool:

@@ -79,7 +79,8 @@ def guard(
 ) -> Guard:
     """Check every forward and backward of `model` inside the `with` block.
 
-    `inf=False`: only NaN counts as bad (an Inf is allowed). `max_grad_norm`: also stop when
+    A NaN is bad anywhere; an Inf where a gradient flows (not in an attention mask passed
+    into a module: breakpoints.is_gradless_input). `inf=False`: only NaN counts as bad. `max_grad_norm`: also stop when
     a gradient's norm is above it; `max_abs`: when any tensor's largest finite |value| is.
     `on_error`: "raise" (the default) raises; "debug" opens the app at that firing first
     when a terminal is attached (under `hooktui run`, the default). `find_node=False`:

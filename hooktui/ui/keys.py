@@ -47,7 +47,7 @@ HELP = {
     "back": "previous firing (history)",
     "breakpoint": "toggle a breakpoint on the module (tree selection, else the current one)",
     "break_backward": "toggle a break when backward starts",
-    "break_nonfinite": "toggle a break at the first NaN/Inf in any tensor (c stops there and says where it was born)",
+    "break_nonfinite": "toggle a break at the first NaN/Inf where a gradient flows (c stops there and says where it was born)",
     "breakpoints": "breakpoints: hit counts, on/off, delete, add a value breakpoint (norm > 1e3, if EXPR, ...)",
     "console": "console: evaluate a Python expression at this firing (grad_output[0].norm(), ...)",
     "first": "first firing",

@@ -183,3 +183,59 @@ def test_breakpoints_decided_from_records_work_on_a_recorded_trace():
     assert bps.states()[0].hits == 1
     with pytest.raises(ValueError):
         Breakpoint.threshold(math.inf)
+
+
+class CausalBlock(nn.Module):
+    """A GPT block: the additive causal mask (-inf above the diagonal, no grad) goes into
+    nn.MultiheadAttention as `attn_mask`, as every causal transformer passes it."""
+
+    def __init__(self, width=8, heads=2):
+        super().__init__()
+        self.ln = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        t = x.shape[1]
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        h = self.ln(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(x)
+
+
+def test_an_additive_attention_mask_is_not_a_nonfinite_stop():
+    torch.manual_seed(0)
+    model, x = nn.Sequential(CausalBlock(), CausalBlock()), torch.randn(2, 5, 8)
+    # Independent: the mask really reaches a module call holding -inf, and nothing else does.
+    seen = []
+    handles = [m.register_forward_pre_hook(lambda m, args, kwargs: seen.append(
+        [t for t in list(args) + list(kwargs.values()) if isinstance(t, torch.Tensor) and torch.isinf(t).any()]),
+        with_kwargs=True) for m in model.modules()]
+    model(x).sum().backward()
+    for h in handles:
+        h.remove()
+    assert any(bad and not bad[0].requires_grad for bad in seen)
+    _, stops = run_to_stops(model, x, [Breakpoint.nonfinite()], loss_fn=lambda out: out.sum())
+    assert stops == []
+
+
+def test_nan_in_a_mask_and_inf_in_what_carries_a_gradient_still_stop():
+    torch.manual_seed(0)
+
+    class NanMask(CausalBlock):
+        def forward(self, x):
+            mask = torch.zeros(x.shape[1], x.shape[1])
+            mask[0, 1] = float("nan")
+            return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+    _, stops = run_to_stops(nn.Sequential(NanMask()), torch.randn(1, 3, 8), [Breakpoint.nonfinite()], limit=1)
+    assert stops and "NaN in kwargs['attn_mask']" in stops[0][1].reason
+
+    class InfActivation(nn.Module):
+        def forward(self, x):
+            return x * float("inf")  # requires grad: a gradient flows through it
+
+    model = nn.Sequential(nn.Linear(2, 2), InfActivation(), nn.Linear(2, 1))
+    _, stops = run_to_stops(model, torch.ones(1, 2), [Breakpoint.nonfinite()], limit=1)
+    event, stop = stops[0]
+    assert (event.module, event.hook) == ("1", "forward") and "Inf in output" in stop.reason

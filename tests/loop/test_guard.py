@@ -263,3 +263,32 @@ def test_debug_inside_a_guard_takes_that_step_and_the_guard_goes_on(monkeypatch)
     assert hook_dicts(model) == []
     with pytest.raises(RuntimeError, match="already guarded"), hooktui.guard(model), hooktui.guard(model):
         pass
+
+
+def test_a_causal_mask_passes_the_guard_and_the_loop_trains_as_without_it():
+    """The additive -inf mask a GPT block passes into attention is not a bad value; every
+    step runs, with the parameters a plain loop gives."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.out = nn.Linear(8, 1)
+
+        def forward(self, x):
+            mask = torch.full((x.shape[1], x.shape[1]), float("-inf")).triu(1)
+            return self.out(self.attn(x, x, x, attn_mask=mask, need_weights=False)[0])
+
+    torch.manual_seed(0)
+    guarded = Block()
+    plain = Block()
+    plain.load_state_dict(guarded.state_dict())
+    batches = [torch.randn(2, 5, 8) for _ in range(3)]
+    assert loop(guarded, batches, lambda out: out.square().mean()) is None
+    optimizer = torch.optim.SGD(plain.parameters(), lr=0.01)
+    for x in batches:
+        optimizer.zero_grad()
+        plain(x).square().mean().backward()
+        optimizer.step()
+    for a, b in zip(guarded.parameters(), plain.parameters()):
+        assert torch.equal(a, b)
