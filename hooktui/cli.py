@@ -48,8 +48,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also record what the deprecated register_backward_hook would receive (legacy_backward firings)",
     )
-    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"diff: relative tolerance (default {DEFAULT_RTOL:g})")
-    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"diff: absolute tolerance (default {DEFAULT_ATOL:g})")
+    parser.add_argument("--rtol", type=float, help=f"diff: relative tolerance (default {DEFAULT_RTOL:g})")
+    parser.add_argument("--atol", type=float, help=f"diff: absolute tolerance (default {DEFAULT_ATOL:g})")
     parser.add_argument("--against", metavar="B.jsonl", help="view: show this other run's numbers beside each tensor")
     parser.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="serve: port (default 8000)")
@@ -73,7 +73,20 @@ def _parser() -> argparse.ArgumentParser:
     value.add_argument("--tensor", dest="bp_tensor", metavar="GLOB", default="*",
                        help="value breakpoints: only tensors with these names (e.g. 'grad_input*')")
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    parser.add_argument("--version", action="version", version=_version())
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "not installed"
+    from . import __version__
+
+    return f"hooktui {__version__} (torch {torch_version}, Python {sys.version.split()[0]})"
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -127,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     if args.values is not None and args.command != "trace":
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
+    if (args.rtol is not None or args.atol is not None) and not (args.command == "diff" or args.against):
+        parser.error("--rtol and --atol go with diff and view --against: hooktui diff A.jsonl B.jsonl --rtol 1e-3")
+    for flag, given in (("--json", args.json), ("--save", args.save)):
+        if given and args.command != "trace":
+            parser.error(f"{flag} goes with trace: hooktui trace MODEL {flag}{' FILE' if flag == '--save' else ''}")
     try:
         if args.command == "trace":
             from .commands.trace import run_trace

@@ -14,7 +14,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from ..cli import UserError
+from ..cli import DEFAULT_ATOL, DEFAULT_RTOL, UserError
 from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
 from ..engine.records import Event
 from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
@@ -31,11 +31,14 @@ def read(path: str) -> LoadedTrace:
 
 
 def tolerance(args) -> Tolerance:
-    for name in ("rtol", "atol"):
-        value = getattr(args, name)
+    values = {}
+    for name, default in (("rtol", DEFAULT_RTOL), ("atol", DEFAULT_ATOL)):
+        value = getattr(args, name, None)
+        value = default if value is None else value
         if not (math.isfinite(value) and value >= 0):
             raise UserError(f"--{name} {value}: a tolerance is a finite number of at least 0")
-    return Tolerance(rtol=args.rtol, atol=args.atol)
+        values[name] = value
+    return Tolerance(**values)
 
 
 def run_diff(args) -> int:

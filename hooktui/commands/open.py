@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from .breaks import value_breakpoints
 from .common import load, session_for
+from .terminal import require_terminal
 
 
 def run_open(args) -> int:
-    loaded = load(args)
+    loaded = load(args)  # bad input is said first, terminal or not
+    model = f" {args.target}" if args.target else ""
+    require_terminal(f"`hooktui trace{model}` prints the firings instead")
     from ..ui.app import HooktuiApp
     from ..ui.process import run_app
 

@@ -29,5 +29,7 @@ def run_view(args) -> int:
         against = Against(visible(args.against), compare(trace.events, other.events, tolerance(args)))
     from ..ui.app import HooktuiApp
     from ..ui.process import run_app
+    from .terminal import require_terminal
 
+    require_terminal("open it from a terminal (over SSH: ssh -t), or compare it with `hooktui diff`")
     return run_app(HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources, against=against))

@@ -54,6 +54,11 @@ def load_target(
     except LoadError as exc:
         raise LoadError(f"{target}: {exc}") from exc.__cause__
     torch.manual_seed(seed)
+    if not target.endswith(".py") and os.path.isfile(target):
+        # Run as Python, a text file or a trace would fail with a baffling syntax error at best.
+        if target.endswith((".jsonl", ".json")):
+            raise LoadError(f"{target}: a trace file, not a model: hooktui view {target}")
+        raise LoadError(f"{target}: not a model file: hooktui runs a Python file ending in .py")
     if target.endswith(".py") or os.sep in target or os.path.exists(target):
         loaded = _load_file(Path(target), input_shape, seed)
     elif ":" in target:

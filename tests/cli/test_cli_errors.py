@@ -10,7 +10,7 @@ import pytest
 import tempfile
 from pathlib import Path
 
-from cli_run import SAMPLES, results as wait_for, start_many
+from cli_run import SAMPLES, hooktui, results as wait_for, start_many
 
 MODEL_FILES = {
     "syntax": "import torch\ndef build_model(:\n    pass\n",
@@ -168,3 +168,59 @@ def test_view_fails_before_any_ui(results):
             result = results[0][case]
             assert result.stdout == "" and "\x1b[" not in result.stderr
     assert ":2:" in results[0]["view_wrong_event_keys"].stderr and "surprise" in results[0]["view_wrong_event_keys"].stderr
+
+
+def test_no_terminal_exits_2_at_once_pointing_to_trace(tmp_path):
+    """`setsid hooktui seed.py </dev/null >log` used to write escape codes into the log and
+    never end (issue 25.2). stdin is /dev/null and stdout a pipe here."""
+    result = hooktui(SAMPLES / "seed.py", timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"hooktui: the debugger needs a terminal (standard input and output are not one here): "
+        f"`hooktui trace {SAMPLES / 'seed.py'}` prints the firings instead"]
+    assert "\x1b" not in result.stdout + result.stderr
+    saved = tmp_path / "t.jsonl"
+    assert hooktui("trace", SAMPLES / "seed.py", "--save", saved).returncode == 0
+    result = hooktui("view", saved, timeout=60)
+    assert result.returncode == 2 and "needs a terminal" in result.stderr and "\x1b" not in result.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["sample_models/cnn.py", "--json"], "--json goes with trace"),
+    (["view", "t.jsonl", "--save", "x.jsonl"], "--save goes with trace"),
+    (["trace", "sample_models/seed.py", "--rtol", "3"], "--rtol and --atol go with diff"),
+])
+def test_an_option_the_command_would_ignore_is_refused(argv, words, capsys):
+    from hooktui.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_version_names_hooktui_torch_and_python(capsys):
+    import sys
+
+    import torch
+
+    import hooktui
+    from hooktui.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"hooktui {hooktui.__version__} (torch {torch.__version__.split('+')[0]}")
+    assert f"Python {sys.version.split()[0]}" in out
+
+
+@pytest.mark.parametrize("name, words", [("notes.txt", "not a model file"), ("run.jsonl", "a trace file, not a model: hooktui view")])
+def test_a_file_that_is_not_python_is_not_run_as_python(tmp_path, name, words, capfd):
+    from hooktui.cli import main
+
+    path = tmp_path / name
+    path.write_text("import os\nos.system('echo ran')\n")  # valid Python: it must not run
+    assert main(["trace", str(path)]) == 2
+    captured = capfd.readouterr()  # the file descriptors: os.system's echo would write there
+    assert words in captured.err and "ran" not in captured.out
