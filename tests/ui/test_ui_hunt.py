@@ -67,7 +67,7 @@ def test_breakpoints_screen_adds_disables_deletes_and_counts_hits():
             await paused_at(pilot, 0)
             await pilot.press("K")
             assert isinstance(app.screen, BreakpointsScreen)
-            await pilot.press(*"norm > 1e9")  # focus starts on the input when there are none
+            await pilot.press(*"norm > 1e9")  # typed straight away: the first key starts the input
             await pilot.press("enter")
             await pilot.press("a", *"module fc1 forward", "enter")
             labels = [s.breakpoint.label for s in app.source.breakpoint_list.states()]
@@ -231,5 +231,21 @@ def test_condition_and_threshold_added_in_the_app_stop_the_run():
             await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
             assert (app.current.hook, app.stops[app.current.index].breakpoint.kind) == ("backward_pre", "threshold")
+
+    run(script())
+
+
+def test_K_then_a_adds_a_breakpoint_when_there_are_none():
+    """The README's `K`, then `a`: with no breakpoints yet, `a` must open the input, not be
+    typed into it (it was: `did not understand 'anan'`)."""
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("K", "a", *"nan", "enter")
+            assert [s.breakpoint.kind for s in app.source.breakpoint_list.states()] == ["nonfinite"]
+            await pilot.press("a", *"absmax > 10", "enter")
+            assert [s.breakpoint.kind for s in app.source.breakpoint_list.states()] == ["nonfinite", "threshold"]
 
     run(script())

@@ -5,6 +5,7 @@ disables the selected one, d deletes it, and the input line adds one from a shor
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -48,16 +49,25 @@ class BreakpointsScreen(ModalScreen[None]):
             yield DataTable(cursor_type="row", zebra_stripes=True, id="bp-table")
             hits = "hits: firings it matched so far" if self._live else "hits: not counted in a recorded trace"
             yield Static(Text(f"{hits}. Add: {SPEC_HELP}"), id="bp-message")
-            yield Input(placeholder="add: e.g. nan  |  norm > 1e3 in layers.* backward  |  if output.abs().max() > 10", id="bp-input")
+            yield Input(placeholder="add: e.g. nan  |  norm > 1e3 in layers.* backward  |  if output.abs().max() > 10", id="bp-input",
+                        select_on_focus=False)  # a first key typed on the table stays (on_key)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns(*COLUMNS)
         self._fill()
-        if self._states:
-            table.focus()
-        else:
-            self.query_one(Input).focus()
+        table.focus()  # so that `a` adds, as the help says, even when there are none yet
+
+    def on_key(self, event: events.Key) -> None:
+        """A spec typed straight away (`nan`, `norm > 1e3`, `if ...`) goes to the input: any
+        printable key that is not one of the table's own (a, d, space) starts it."""
+        table = self.query_one(DataTable)
+        if table.has_focus and event.is_printable and event.character not in ("a", "d", " "):
+            box = self.query_one(Input)
+            box.focus()
+            box.insert_text_at_cursor(event.character)
+            event.stop()
+            event.prevent_default()
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
