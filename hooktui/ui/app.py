@@ -33,6 +33,7 @@ from .paths import display_path
 from .screens.breakpoints import BreakpointsScreen
 from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
+from .screens.goto import GotoScreen
 from .screens.help import HelpScreen
 from .screens.overview import OverviewScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
@@ -462,7 +463,8 @@ class HooktuiApp(NavigationActions, App):
     def action_breakpoints(self) -> None:
         if isinstance(self.screen, BreakpointsScreen):
             return
-        self.push_screen(BreakpointsScreen(self.source.breakpoint_list, self.source.live), lambda _: self._render_current())
+        self.push_screen(BreakpointsScreen(self.source.breakpoint_list, self.source.live, self.source.break_on_backward),
+                         lambda _: self._render_current())
 
     def action_console(self) -> None:
         event = self.current
@@ -477,8 +479,17 @@ class HooktuiApp(NavigationActions, App):
             where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
         self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live), self.console_history, self.console_results))
 
+    def action_goto(self) -> None:
+        if isinstance(self.screen, GotoScreen):
+            return
+        events = self.history.events
+        self.push_screen(GotoScreen(events[-1].index if events else None),
+                         lambda index: None if index is None else self.go_to_index(index))
+
     def action_break_backward(self) -> None:
-        self.source.break_on_backward = not self.source.break_on_backward
+        on = self.source.break_on_backward = not self.source.break_on_backward
+        self.notify("break when backward starts: " + ("on (c stops at the first backward firing; B again turns it off)" if on else "off"),
+                    title="breakpoint", markup=False)
         self._render_status()
 
     # -- panes ---------------------------------------------------------------------------

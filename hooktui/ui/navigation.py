@@ -164,5 +164,23 @@ class NavigationActions:
         self._jumped_from = (history.cursor, event.forward_index)
         self.goto(event.forward_index, follow=False)
 
+    def go_to_index(self, index: int) -> None:
+        """Move to the firing numbered `index`, or say why not."""
+        history = self.history
+        position = next((p for p, event in enumerate(history.events) if event.index == index), None)
+        if position is None:
+            latest = history.events[-1].index if history.events else None
+            if latest is not None and index < latest:
+                why = f"#{index} is not in this run (a legacy firing left out of the trace)"
+            else:
+                why = f"#{index} has not fired yet" + ("" if latest is None else f" (latest #{latest})")
+                why += ": c or n runs on" if self.source.can_advance else ""
+            self.notify(why, title="go to", markup=False)
+            return
+        if not history.visible(position):
+            self.notify(f"#{index} is a legacy firing, hidden: L shows them", title="go to", markup=False)
+            return
+        self.goto(position, follow=position >= history.latest)
+
     def action_latest(self) -> None:
         self.goto(self.history.latest, follow=True)

@@ -249,3 +249,45 @@ def test_K_then_a_adds_a_breakpoint_when_there_are_none():
             assert [s.breakpoint.kind for s in app.source.breakpoint_list.states()] == ["nonfinite", "threshold"]
 
     run(script())
+
+
+def test_B_says_so_and_the_breakpoints_screen_lists_it():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("B")
+            assert app.source.break_on_backward
+            assert any("break when backward starts: on" in str(n.message) for n in app._notifications)
+            await pilot.press("K")
+            assert "break when backward starts" in str(app.screen.query_one("#bp-message").render())
+            await pilot.press("escape", "c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.current.phase == "backward", "the stop at backward")
+            await pilot.press("B")
+            assert not app.source.break_on_backward
+            assert any("break when backward starts: off" in str(n.message) for n in app._notifications)
+
+    run(script())
+
+
+def test_go_to_firing_number():
+    """`#`, a number, enter: the firing of that number (as trace and Explain cite it);
+    one not fired yet says so and leaves the cursor where it was."""
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
+            target = app.history.events[len(app.history.events) // 2].index
+            await pilot.press("number_sign", *str(target), "enter")
+            assert app.current.index == target
+            await pilot.press("number_sign", *"9999", "enter")
+            assert app.current.index == target
+            assert any("#9999 has not fired yet" in str(n.message) for n in app._notifications)
+            await pilot.press("number_sign", "escape")
+            assert app.current.index == target and len(app.screen_stack) == 1
+
+    run(script())

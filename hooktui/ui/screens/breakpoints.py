@@ -36,10 +36,11 @@ class BreakpointsScreen(ModalScreen[None]):
         Binding("a", "add", "Add", id="hooktui.breakpoints.add"),
     ]
 
-    def __init__(self, breakpoints: BreakpointList, live: bool) -> None:
+    def __init__(self, breakpoints: BreakpointList, live: bool, at_backward: bool = False) -> None:
         super().__init__()
         self._list = breakpoints
         self._live = live
+        self._at_backward = at_backward  # B's break, a switch of its own (not in the list)
         self._states: list[BreakpointState] = []
 
     def compose(self) -> ComposeResult:
@@ -48,7 +49,8 @@ class BreakpointsScreen(ModalScreen[None]):
             box.border_subtitle = "space: on/off · d: delete · a: add · escape closes"
             yield DataTable(cursor_type="row", zebra_stripes=True, id="bp-table")
             hits = "hits: firings it matched so far" if self._live else "hits: not counted in a recorded trace"
-            yield Static(Text(f"{hits}. Add: {SPEC_HELP}"), id="bp-message")
+            also = "Also on: a break when backward starts (B turns it off). " if self._at_backward else ""
+            yield Static(Text(f"{also}{hits}. Add: {SPEC_HELP}"), id="bp-message")
             yield Input(placeholder="add: e.g. nan  |  norm > 1e3 in layers.* backward  |  if output.abs().max() > 10", id="bp-input",
                         select_on_focus=False)  # a first key typed on the table stays (on_key)
 
