@@ -291,3 +291,28 @@ def test_go_to_firing_number():
             assert app.current.index == target and len(app.screen_stack) == 1
 
     run(script())
+
+
+def test_at_a_nan_stop_the_values_pane_shows_the_bad_tensor_at_its_first_nan():
+    app = sample_app("nan_hunt.py")
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("exclamation_mark", "c")
+            await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the stop")
+            await pilot.pause()
+            stop = app.stops[app.current.index]
+            shown = app.lower.tensor
+            assert stop.reason.endswith(f" in {shown.name}") and app.current.tensors[0].name != shown.name
+            grid = app.lower.values_pane.query_one("ValuesGrid")
+            row, column = grid.cursor_coordinate
+            assert grid.get_cell_at((row, column)).plain == "nan"
+            # Independently of the pane: the cell is the first non-finite value of that slice.
+            rows, cols = shown.values_shape[-2:]
+            start = app.lower.slice_no * rows * cols
+            flat = shown.values[start:start + rows * cols]
+            first = next(i for i, v in enumerate(flat) if v != v or v in (float("inf"), float("-inf")))
+            assert (row, column - 1) == divmod(first, cols)
+
+    run(script())

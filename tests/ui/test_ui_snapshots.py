@@ -60,6 +60,7 @@ def test_cnn_backward_firing_with_autograd_pane(snap_compare, size):
     async def run_before(pilot):
         await paused_at(pilot, 0)
         await pilot.press("B", "c")
+        pilot.app.clear_notifications()  # B says "on" in a toast: not what this snapshot shows
         await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
         await pilot.press("a")
         await pilot.pause()
@@ -137,6 +138,7 @@ def test_overview_cnn_during_backward(snap_compare, size):
     async def run_before(pilot):
         await paused_at(pilot, 0)
         await pilot.press("B", "c")
+        pilot.app.clear_notifications()  # B says "on" in a toast: not what this snapshot shows
         await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
         await pilot.press("w")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")

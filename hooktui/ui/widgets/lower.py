@@ -58,6 +58,7 @@ class LowerPanes(Widget):
         self.slice_no = 0
         self.active = "tensors"  # the tab shown when narrow
         self.side_active = "explain"  # the tab beside the values when wide
+        self._pointed: int | None = None  # the firing whose stop the panes last pointed at
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -118,7 +119,13 @@ class LowerPanes(Widget):
         previous = self.tensor
         self.event = event
         names = [t.name for t in event.tensors] if event is not None else []
-        if previous is not None and previous.name in names:
+        # Once per stop (a later redraw keeps the user's choice of tensor); not while streaming.
+        bad = None if streaming or event is None or event.index == self._pointed else self._stopped_on(event)
+        if bad is not None:
+            self._pointed = event.index  # a value stop: the tensor it names, at its first non-finite value
+            self.tensor_position = bad
+            self.slice_no = 0
+        elif previous is not None and previous.name in names:
             self.tensor_position = names.index(previous.name)
         else:
             self.tensor_position = 0
@@ -129,9 +136,19 @@ class LowerPanes(Widget):
         panes["tensors"].show(event, self.tensor_position)
         if not streaming:
             panes["values"].show(self.tensor, self.slice_no)
+            if bad is not None:
+                panes["values"].point_at_first_nonfinite()
+                self.slice_no = panes["values"].slice_no
         panes["autograd"].show(event)
         panes["source"].show(event, call_site(event, self.events))
         self.refresh_explain()
+
+    def _stopped_on(self, event: Event | None) -> int | None:
+        """Position of the first tensor a value breakpoint stopped on at `event`, if it did."""
+        stop = self.stops.get(event.index) if event is not None else None
+        if stop is None or stop.breakpoint.kind not in ("nonfinite", "threshold"):
+            return None
+        return next((p for p, t in enumerate(event.tensors) if stop.breakpoint.tensor_reason(t, event.phase)), None)
 
     def refresh_explain(self) -> None:
         """Explain the current firing again (new firings change what can be said)."""
@@ -153,8 +170,9 @@ class LowerPanes(Widget):
 
     def on_tensor_chosen(self, message: TensorChosen) -> None:
         message.stop()
-        if message.position == self.tensor_position:
-            return
+        table = self._panes["tensors"].table if self.is_mounted else None
+        if message.position == self.tensor_position or table is not None and message.position != table.cursor_row:
+            return  # already shown, or stale: a row the table passed through while being refilled
         self.tensor_position = message.position
         self.slice_no = 0
         if self.is_mounted:

@@ -93,6 +93,20 @@ def grid(tensor: TensorRecord, n: int) -> tuple[list[list[float]], list[int]]:
     return [chunk[r * cols : (r + 1) * cols] for r in range(rows)], slice_index(block, n)
 
 
+def first_nonfinite(tensor: TensorRecord) -> tuple[int, int, int] | None:
+    """(slice, row, column) of the first NaN or ±Inf in the kept block, row-major; None
+    when the block holds none (the tensor's may lie past it)."""
+    values, block = tensor.values or [], tensor.values_shape or []
+    at = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    if at is None:
+        return None
+    if len(block) < 2:
+        return 0, 0, at
+    rows, cols = block[-2], block[-1]
+    per = rows * cols
+    return at // per, at % per // cols, at % cols
+
+
 def cell(value: float) -> Text:
     if math.isnan(value):
         return Text("nan", style="bold red", justify="right")
@@ -111,6 +125,7 @@ class ValuesPane(Vertical):
     def __init__(self, tensor: TensorRecord | None = None, slice_no: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         self._composed = False  # children exist (is_mounted is set only after on_mount)
+        self._drawn: tuple[int, int] | None = None  # (id of the tensor, slice) the grid holds
         self.tensor = tensor
         self.slice_no = slice_no
 
@@ -150,6 +165,10 @@ class ValuesPane(Vertical):
         self.show(self.tensor, (self.slice_no + delta) % count)
 
     def show(self, tensor: TensorRecord | None, slice_no: int = 0) -> None:
+        # The same tensor and slice drawn again (a redraw of the same firing) keeps the cursor.
+        same = tensor is not None and self._drawn == (id(tensor), slice_no)
+        kept = self.query_one(ValuesGrid).cursor_coordinate if same else None
+        self._drawn = None
         self.tensor = tensor
         count = self.slices
         self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
@@ -185,6 +204,23 @@ class ValuesPane(Vertical):
         table.display = True
         set_text(title, self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
         table.fill([[cell(v) for v in row] for row in rows])  # row and column indices around them
+        self._drawn = (id(tensor), self.slice_no)
+        if kept is not None:
+            table.move_cursor(row=kept.row, column=kept.column)
+
+    def point_at_first_nonfinite(self) -> None:
+        """Show the slice holding the first NaN/Inf of the kept block, the cursor on it."""
+        tensor = self.tensor
+        if tensor is None or tensor.is_missing or self._live() is not None:
+            return  # slices shown live from the tensor: the block's numbering does not apply
+        found = first_nonfinite(tensor)
+        if found is None:
+            return
+        slice_no, row, column = found
+        if slice_no != self.slice_no:
+            self.show(tensor, slice_no)
+        if self._composed:
+            self.query_one(ValuesGrid).move_cursor(row=row, column=column + 1)  # column 0: the row indices
 
     def _title(self, tensor: TensorRecord, lead: list[int], count: int, live_grid: list[int] | None = None) -> Text:
         text = Text()
