@@ -107,13 +107,18 @@ def run_serve(args) -> int:
 
     from ..web.guard import Guard
     from ..web.server import GuardedServer
-    from ..web.token_file import TokenFileError, remove_token_file, write_token_file
+    from ..web.token_file import TokenFileError, check_token_file, remove_token_file, write_token_file
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port}: a port is a number from 1 to 65535")
     if args.public_url and not (args.public_url.startswith(("http://", "https://")) and URL(args.public_url).host):
         raise UserError(f"--public-url {args.public_url}: give the address the browser uses, e.g. http://127.0.0.1:9000")
     check_input(args)
+    if args.token_file:
+        try:
+            check_token_file(args.token_file)
+        except TokenFileError as exc:
+            raise UserError(str(exc)) from exc
     if not is_loopback(args.host):
         print(exposed_warning(args.host, args.port), file=sys.stderr)
     guard = Guard.make(args.host, args.public_url)

@@ -124,9 +124,10 @@ class Guard:
     def refusal(self, request: web.BaseRequest) -> str | None:
         """Why this request is refused, or None when it may go through."""
         if not self.host_ok(request.host):
+            names = ", ".join(sorted(self.hosts - set(WILDCARDS)))
+            addresses = "any IP address" if self.any_address else "loopback addresses"
             return (
-                f"Host {request.host!r} is not an address of this server: it answers to "
-                f"{', '.join(sorted(self.hosts))} and loopback addresses "
+                f"Host {request.host!r} is not an address of this server: it answers to {names} and {addresses} "
                 "(open the page at one of those, or start serve with --public-url set to the one you use)"
             )
         origin = request.headers.get("Origin")

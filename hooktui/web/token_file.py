@@ -17,6 +17,17 @@ class TokenFileError(Exception):
     pass
 
 
+def check_token_file(path: str) -> None:
+    """Before the server listens: the mistakes that need no writing to find."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise TokenFileError(f"--token-file {path}: no such folder {folder}")
+    if os.path.islink(path):
+        raise TokenFileError(f"--token-file {path}: is a symlink; give a path that is not one")
+    if os.path.isdir(path):
+        raise TokenFileError(f"--token-file {path}: is a folder")
+
+
 def write_token_file(path: str, token: str) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:

@@ -22,7 +22,7 @@ from hooktui.web.guard import Guard, hostname
 from hooktui.web.token_file import TokenFileError, write_token_file
 
 from cli_run import SAMPLES
-from served import Served, browser, free_port, read_until, refused
+from served import Served, browser, read_until, refused
 
 
 @pytest.fixture(scope="module")
@@ -252,8 +252,11 @@ def test_serve_bad_input_is_exit_2_before_listening(capsys, tmp_path):
     assert main(["serve", str(SAMPLES / "seed.py"), "--public-url", "127.0.0.1:9000"]) == 2
     assert "--public-url 127.0.0.1:9000: give the address" in capsys.readouterr().err
     unwritable = str(tmp_path / "no such folder" / "token")
-    assert main(["serve", str(SAMPLES / "seed.py"), "--port", str(free_port()), "--token-file", unwritable]) == 2
-    assert f"--token-file {unwritable}: cannot write it: No such file or directory" in capsys.readouterr().err
+    assert main(["serve", str(SAMPLES / "seed.py"), "--token-file", unwritable]) == 2
+    assert f"--token-file {unwritable}: no such folder" in capsys.readouterr().err
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    assert main(["serve", str(SAMPLES / "seed.py"), "--token-file", str(tmp_path / "link")]) == 2
+    assert "is a symlink" in capsys.readouterr().err
     for bad in ("0", "x"):
         with pytest.raises(SystemExit) as exited:
             main(["serve", str(SAMPLES / "seed.py"), "--max-sessions", bad])
