@@ -55,6 +55,10 @@ def test_serve_the_token_url_works_end_to_end_and_a_key_changes_the_screen(serve
             async with session.get(served.url) as response:  # the printed URL, as a browser opens it
                 assert response.status == 200
                 page = await response.text()
+                cookie = response.headers["Set-Cookie"]
+                # No script reads it, no other site's request carries it; the URL goes to no other site.
+                assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+                assert response.headers["Referrer-Policy"] == "no-referrer"
             ws_url = re.search(r'data-session-websocket-url="([^"]+)"', page).group(1)
             # No ?token= on the websocket: the page's cookie carries it, as in a browser.
             async with session.ws_connect(f"{ws_url}?width=100&height=30", headers={"Origin": served.base}) as ws:
