@@ -18,6 +18,7 @@ DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
 # (a tensor's statistics are exact up to 2^20 elements: no more values than that).
 DEFAULT_VALUES, MAX_VALUES = 1024, 1 << 20
+DEFAULT_SESSIONS = 2  # serve: app processes at once
 COMMANDS = ("open", "trace", "view", "diff", "serve")  # and `run`, which takes the script's own arguments
 
 
@@ -54,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="serve: port (default 8000)")
     parser.add_argument("--public-url", metavar="URL", help="serve: the address the browser uses, when not http://HOST:PORT")
+    parser.add_argument("--token-file", metavar="PATH", help="serve: also write the token to PATH (mode 0600), for scripts")
+    parser.add_argument("--max-sessions", type=_sessions, default=DEFAULT_SESSIONS, metavar="N",
+                        help=f"serve: at most N app processes at once, one a browser tab (default {DEFAULT_SESSIONS})")
     value = parser.add_argument_group(
         "value breakpoints",
         "open: where `c` stops; trace: --stop-at-nonfinite / --stop-above print the firings up to the first "
@@ -106,6 +110,16 @@ def _values(text: str) -> int:
         count = -1
     if not 0 <= count <= MAX_VALUES:
         raise argparse.ArgumentTypeError(f"bad count {text!r}: use a whole number from 0 to {MAX_VALUES:,}")
+    return count
+
+
+def _sessions(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"bad count {text!r}: use a whole number from 1 (one browser tab at a time)")
     return count
 
 

@@ -1,9 +1,12 @@
 """`hooktui serve MODEL.py`: the same app in a browser (textual-serve, the `web` extra).
 
 Each browser tab that connects gets its own `hooktui open MODEL.py` (or `view TRACE.jsonl`)
-process, run by textual-serve behind a websocket. It listens on 127.0.0.1 unless told
-otherwise: whoever reaches the port can run the model, so the way in from another machine
-is an SSH tunnel (`ssh -L 8000:127.0.0.1:8000 gpu-box`), not an open port.
+process, run by textual-serve behind a websocket, at most --max-sessions at once. That app's
+console runs Python, so whoever drives the page runs code as this user: nothing gets through
+without the token made here and printed in the URL, the page's own Origin and a Host of
+this server (hooktui/web/guard.py). It listens on 127.0.0.1 unless told otherwise; the way
+in from another machine is an SSH tunnel (`ssh -L 8000:127.0.0.1:8000 gpu-box`), not an
+open port.
 
 The model (or trace) is loaded once here first, so that bad input is one message and exit
 status 2 before anything listens, not a blank page later.
@@ -11,6 +14,7 @@ status 2 before anything listens, not a blank page later.
 
 from __future__ import annotations
 
+import getpass
 import ipaddress
 import shlex
 import sys
@@ -21,7 +25,7 @@ from .common import load
 LOOPBACK_NAMES = ("localhost",)
 
 
-SERVE_OPTIONS = ("--host", "--port", "--public-url")
+SERVE_OPTIONS = ("--host", "--port", "--public-url", "--token-file", "--max-sessions")
 
 
 def app_command(args) -> list[str]:
@@ -70,24 +74,76 @@ def check_input(args) -> None:
     load(args)
 
 
+def user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "this user"
+
+
+def startup_lines(url: str) -> str:
+    return (
+        f"hooktui serve: {url}\n"
+        f"This URL grants code execution as {user()} on this machine (the app's console runs Python): "
+        "treat it like a password.\n"
+        "Ctrl+C stops the server."
+    )
+
+
+def exposed_warning(host: str, port: int) -> str:
+    return (
+        f"hooktui: serving on {host}: anyone who can reach port {port} there and has the URL (its token) "
+        f"can run code as {user()} on this machine, and plain HTTP carries the token in clear. "
+        "An SSH tunnel to 127.0.0.1 is safer."
+    )
+
+
 def run_serve(args) -> int:
     try:
-        from textual_serve.server import Server
+        import textual_serve.server  # noqa: F401  (hooktui.web builds on it)
     except ImportError:
         raise UserError("serve needs textual-serve: pip install 'hooktui[web]'") from None
+    from yarl import URL
+
+    from ..web.guard import Guard
+    from ..web.server import GuardedServer
+    from ..web.token_file import TokenFileError, check_token_file, remove_token_file, write_token_file
+
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port}: a port is a number from 1 to 65535")
+    if args.public_url and not (args.public_url.startswith(("http://", "https://")) and URL(args.public_url).host):
+        raise UserError(f"--public-url {args.public_url}: give the address the browser uses, e.g. http://127.0.0.1:9000")
     check_input(args)
+    if args.token_file:
+        try:
+            check_token_file(args.token_file)
+        except TokenFileError as exc:
+            raise UserError(str(exc)) from exc
     if not is_loopback(args.host):
-        print(
-            f"hooktui: serving on {args.host}: anyone who can reach port {args.port} there can run this model. "
-            "An SSH tunnel to 127.0.0.1 is safer.",
-            file=sys.stderr,
-        )
+        print(exposed_warning(args.host, args.port), file=sys.stderr)
+    guard = Guard.make(args.host, args.public_url)
+    base = (args.public_url or f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}").rstrip("/")
+    wrote_file = False
+
+    def on_listening() -> None:
+        nonlocal wrote_file
+        if args.token_file:
+            write_token_file(args.token_file, guard.token)
+            wrote_file = True
+        print(startup_lines(f"{base}/?token={guard.token}"), flush=True)
+
     label = args.target or "the Stack Overflow example"
-    server = Server(shlex.join(app_command(args)), host=args.host, port=args.port, title=f"hooktui {label}", public_url=args.public_url)
+    server = GuardedServer(
+        shlex.join(app_command(args)), guard=guard, max_sessions=args.max_sessions, on_listening=on_listening,
+        host=args.host, port=args.port, title=f"hooktui {label}", public_url=args.public_url,
+    )
     try:
         server.serve()
+    except TokenFileError as exc:
+        raise UserError(str(exc)) from exc
     except OSError as exc:  # the port is taken, or the address is not this machine's
         raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} (choose another with --port)") from exc
+    finally:
+        if wrote_file:
+            remove_token_file(args.token_file, guard.token)
     return 0
