@@ -20,7 +20,7 @@ import traceback
 
 from ..cli import EXIT_BAD_INPUT
 from ..loop import where
-from ..loop.errors import Quit
+from ..loop.errors import GuardError, Quit
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,4 +83,22 @@ def _print_script_traceback(script: str) -> None:
     start = tb
     while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != target:
         start = start.tb_next
-    traceback.print_exception(kind, exc, start or tb)
+    if not isinstance(exc, GuardError):
+        traceback.print_exception(kind, exc, start or tb)
+        return
+    # A guard's error is raised from a hook, deep in torch's module call and hooktui's
+    # tracer: those frames say nothing about the script. Its own frames, then the message.
+    frames = traceback.extract_tb(start or tb)
+    own = [f for f in frames if not _is_internal(f.filename)]
+    sys.stderr.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(own)))
+    if len(own) < len(frames):
+        sys.stderr.write(f"  ({len(frames) - len(own)} frames of torch and hooktui left out)\n")
+    sys.stderr.write("".join(traceback.format_exception_only(kind, exc)))
+
+
+def _is_internal(filename: str) -> bool:
+    import torch
+
+    path = os.path.abspath(filename)
+    roots = (os.path.dirname(os.path.abspath(torch.__file__)), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return any(path == root or path.startswith(root + os.sep) for root in roots)

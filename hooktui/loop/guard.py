@@ -39,7 +39,7 @@ from ..engine.records import Event, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
 from . import in_app, where
-from .errors import NonFiniteError, ThresholdError
+from .errors import NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
 # Forwards of the root module (with grad) in one step with no backward yet, after which
@@ -245,21 +245,27 @@ class Guard:
             message += f"\nThe step's firings so far are in {name}: `hooktui view {name}` opens at #{event.index}."
         error_type = NonFiniteError if bp.kind == "nonfinite" else ThresholdError
         error = error_type(message, born=born, index=event.index, step=step, trace_path=path)
-        self._maybe_open_app(info, events)
+        opened = self._maybe_open_app(info, events)
         # The loop may catch the error and go on: its next step starts afresh. In forward
         # now (the hooks the calls still run on the way out find an emptied tracer); in
         # backward when it has unwound (backward_pass), never while autograd runs hooks.
         if self._tracer is not None and self._tracer.depth == 0:
             self.step_ended()
+        if opened and where.under_hooktui_run:
+            # The user saw it in the app and quit: `hooktui run` ends the script with one line
+            # and status 0, as after `hooktui.debug` (the error is the Quit's cause).
+            saved = f"; its firings are in {where.shown(path)}" if path is not None else ""
+            raise Quit(f"{self.call_site}, step {step}, firing #{event.index}{saved}") from error
         raise error
 
-    def _maybe_open_app(self, info: TraceInfo, events: list[Event]) -> None:
+    def _maybe_open_app(self, info: TraceInfo, events: list[Event]) -> bool:
         on_error = self.on_error or ("debug" if where.under_hooktui_run else "raise")
         if on_error != "debug" or not where.opens_app():
-            return
+            return False
         from ..ui.app import HooktuiApp
 
         in_app.show_recorded(HooktuiApp(recorded=(info, list(events))))
+        return True
 
 
 def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None) -> str:

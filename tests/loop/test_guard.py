@@ -292,3 +292,4 @@ def test_a_causal_mask_passes_the_guard_and_the_loop_trains_as_without_it():
         optimizer.step()
     for a, b in zip(guarded.parameters(), plain.parameters()):
         assert torch.equal(a, b)
+

@@ -109,6 +109,24 @@ def test_under_hooktui_run_a_guard_opens_the_app_where_it_stops(monkeypatch, tmp
         await pilot.press("q")
 
     use_pilot(monkeypatch, look)
-    assert main(["run", str(script)]) == 1
+    monkeypatch.setenv("HOOKTUI_DIR", str(tmp_path))
+    # `q` there ends the script with status 0 and one line (the README), as after hooktui.debug.
+    assert main(["run", str(script)]) == 0
     assert seen == [("1", "forward")]  # NaiveLogSigmoid's output, where the -Inf was born
-    assert "hooktui.NonFiniteError" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hooktui: quit in the debugger at ") and "firing #" in err[0]
+
+
+def test_a_guard_error_under_hooktui_run_shows_the_scripts_frames_only(tmp_path, capsys, monkeypatch):
+    """No app (no terminal): the NonFiniteError is the script's error, status 1, its
+    traceback without the torch and hooktui frames between the script and the hook."""
+    script = tmp_path / "guarded.py"
+    script.write_text(GUARDED)
+    monkeypatch.setenv("HOOKTUI_DIR", str(tmp_path))
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert f'File "{script}", line 14' in err  # the guarded forward call in the script
+    assert "torch/nn/modules" not in err and "hooktui/engine" not in err
+    assert "frames of torch and hooktui left out" in err
+    assert "hooktui.NonFiniteError: hooktui.guard: step 0" in err
