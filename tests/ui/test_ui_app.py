@@ -415,3 +415,28 @@ def test_ui_package_never_imports_torch():
     ]
     assert offenders == []
     assert threading.active_count() >= 1
+
+
+def test_a_resize_keeps_the_current_firing_in_view():
+    """120x40 at firing 43, then 100x30: the timeline's rows must still hold ▶43 (they
+    showed rows 24-38 before: it came back only at the next step)."""
+    info, events = recorded("cnn.py")
+
+    async def script():
+        app = HooktuiApp(recorded=(info, events))
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await pilot.pause()
+            position = min(43, len(events) - 1)
+            app.goto(position)
+            await pilot.pause()
+            for size in ((100, 30), (80, 24), (120, 40)):
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+                await pilot.pause()
+                timeline = app.timeline
+                top = round(timeline.scroll_y)
+                shown = timeline.scrollable_content_region.height - 1  # less the header row
+                row = timeline.row_of(position)
+                assert top <= row < top + shown, (size, top, shown, row)
+
+    run(script())

@@ -314,6 +314,8 @@ class Timeline(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
         self._cache.clear()
+        if self.row_count:  # a smaller view must still hold the current firing
+            self.call_after_refresh(self.scroll_row_into_view, self._current_row())
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
