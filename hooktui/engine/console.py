@@ -1,5 +1,7 @@
 """The console at a paused firing (`:` in the app): a Python expression evaluated against
-the firing, with the names a breakpoint condition sees (engine/breakpoints.py).
+the firing, with the names a breakpoint condition sees (engine/breakpoints.py). A statement
+(`x = grad_output[0]`, `import math`) runs too; the names it binds are kept in `names` (the
+app's, for its lifetime, as pdb keeps them) and seen by later lines at any firing.
 
 Live, the names are the live objects (`grad_output[0]` is the tensor itself); in a
 recorded trace only `event` and `tensors` (the records by name) exist, and a name that
@@ -30,12 +32,20 @@ class ConsoleResult:
     tensor: TensorRecord | None = None  # a tensor result, summarised like a firing's
 
 
-def evaluate(expression: str, event: Event, live: Any = None) -> ConsoleResult:
+def evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
     expression = expression.strip()
     scope = condition_scope(event, live)
+    namespace = {"__builtins__": __builtins__, **(names or {}), **scope}
     try:
-        code = compile(expression, "<console>", "eval")
-        value = eval(code, {"__builtins__": __builtins__}, scope)
+        try:
+            code = compile(expression, "<console>", "eval")
+        except SyntaxError:
+            code = compile(expression, "<console>", "exec")  # a statement; its own error if not one
+            exec(code, namespace)
+            if names is not None:  # what it bound, less the firing's own names
+                names.update((k, v) for k, v in namespace.items() if k not in scope and k != "__builtins__")
+            return ConsoleResult(expression, "ok")
+        value = eval(code, namespace)
     except NameError as exc:
         name = getattr(exc, "name", None)
         if live is None and name in CONDITION_NAMES:

@@ -131,6 +131,7 @@ class HooktuiApp(NavigationActions, App):
         # the status line and the Explain pane.
         self.stops: dict[int, Stop] = {}
         self.console_history: list[str] = []
+        self.console_names: dict = {}  # what console statements bound (x = ...), for the app's lifetime
         self.console_results: list = []
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
@@ -477,7 +478,7 @@ class HooktuiApp(NavigationActions, App):
             where = f"at #{event.index}, a past firing: only its records (event, tensors): its live tensors are gone"
         else:
             where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
-        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live), self.console_history, self.console_results))
+        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names), self.console_history, self.console_results))
 
     def action_goto(self) -> None:
         if isinstance(self.screen, GotoScreen):

@@ -316,3 +316,25 @@ def test_at_a_nan_stop_the_values_pane_shows_the_bad_tensor_at_its_first_nan():
             assert (row, column - 1) == divmod(first, cols)
 
     run(script())
+
+
+def test_console_runs_statements_and_keeps_their_names_across_firings():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("n")
+            await paused_at(pilot, 1)
+            live_x = app.source.live_firing(app.current).scope["args"][0]
+            await pilot.press("colon", *"x = args[0] * 3", "enter", *"import math", "enter", "escape")
+            await pilot.press("n")
+            await paused_at(pilot, 2)
+            await pilot.press("colon", *"math.isclose(x.sum().item(), 3 * XSUM)".replace("XSUM", repr(live_x.sum().item())), "enter",
+                              *"x = = 1", "enter")
+            results = app.console_results
+            assert [r.text for r in results[:2]] == ["ok", "ok"]
+            assert results[2].ok and results[2].text == "True"
+            assert not results[3].ok and results[3].text.startswith("SyntaxError")
+
+    run(script())
