@@ -497,6 +497,22 @@ class HooktuiApp(NavigationActions, App):
     def action_filter(self) -> None:
         self.query_one(FilterInput).open()
 
+    def action_clear_filter(self) -> None:
+        """Escape clears the timeline's filter wherever the focus is (the box's own escape
+        works only while it has focus)."""
+        box = self.query_one(FilterInput)
+        if box.value or box.has_class("-open"):
+            box.action_clear_filter()
+
+    def action_zoom(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        target = self.focused or self.timeline
+        if not screen.maximize(target):
+            self.notify("nothing to zoom here: tab to a pane first", title="zoom", markup=False)
+
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
         self.timeline.set_filter(message.value)

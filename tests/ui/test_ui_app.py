@@ -17,6 +17,7 @@ from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
 from hooktui.ui.widgets.lower import LowerPanes
 from hooktui.ui.widgets.tensors import TensorsPane
+from hooktui.ui.widgets.filter_input import FilterInput
 from hooktui.ui.widgets.timeline import Timeline
 from hooktui.ui.widgets.values import ValuesPane
 from hooktui.ui.widgets.values_grid import ValuesGrid
@@ -438,5 +439,38 @@ def test_a_resize_keeps_the_current_firing_in_view():
                 shown = timeline.scrollable_content_region.height - 1  # less the header row
                 row = timeline.row_of(position)
                 assert top <= row < top + shown, (size, top, shown, row)
+
+    run(script())
+
+
+def test_z_zooms_the_focused_pane_and_escape_clears_the_filter_from_anywhere():
+    info, events = recorded("cnn.py")
+
+    async def script():
+        app = HooktuiApp(recorded=(info, events))
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("v")
+            await pilot.pause()
+            await pilot.press("z")
+            await pilot.pause()
+            zoomed = app.screen.maximized
+            assert isinstance(zoomed, ValuesPane) and zoomed.size.width == 80
+            assert zoomed.size.height >= 20  # the whole screen less the status and footer lines
+            await pilot.press("escape")
+            assert app.screen.maximized is None
+            app.timeline.focus()
+            await pilot.press("z")
+            assert app.screen.maximized is app.timeline
+            await pilot.press("z")
+            assert app.screen.maximized is None
+            # The filter: set, focus moved away, escape still clears it.
+            await pilot.press("slash", *"head", "enter")
+            assert app.timeline.row_count < len(events)
+            await pilot.press("t")
+            await pilot.pause()
+            assert not isinstance(app.focused, FilterInput)
+            await pilot.press("escape")
+            assert app.timeline.row_count == len(events)
 
     run(script())

@@ -57,6 +57,7 @@ def role(event: Event) -> str:
 
 
 class AutogradPane(Vertical):
+    ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     DEFAULT_CSS = """
     AutogradPane { height: 1fr; }
     AutogradPane > #autograd-head { height: auto; padding: 0 1; }

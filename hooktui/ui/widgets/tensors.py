@@ -100,6 +100,7 @@ def twin_cells(twins: Twins | None, name: str) -> tuple[Text, Text]:
 
 
 class TensorsPane(Vertical):
+    ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
     histogram (and dtype and device when the tensors differ in them)."""
 

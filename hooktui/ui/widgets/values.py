@@ -116,6 +116,7 @@ def cell(value: float) -> Text:
 
 
 class ValuesPane(Vertical):
+    ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     DEFAULT_CSS = """
     ValuesPane { height: 1fr; }
     ValuesPane > #values-title { height: auto; padding: 0 1; color: $text-muted; }
