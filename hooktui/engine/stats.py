@@ -255,7 +255,8 @@ def _min_max_sumsq(work: torch.Tensor) -> tuple[float, float, float]:
     else:  # an evenly strided sample: torch's one-pass aminmax is the faster there
         lo_t, hi_t = torch.aminmax(work)
         lo, hi = lo_t.item(), hi_t.item()
-    return float(lo), float(hi), float(np.dot(values, values))
+    with np.errstate(over="ignore"):  # an overflow is redone in float64 by the caller, not warned about
+        return float(lo), float(hi), float(np.dot(values, values))
 
 
 class _RecentSummaries:

@@ -248,3 +248,19 @@ def test_exact_moments_of_a_tensor_larger_than_a_snapshot(make):
     rel = 1e-12 if t.dtype in (torch.float64, torch.int64, torch.uint8, torch.bool) else 1e-5
     for key in ("mean", "absmax", "norm", "std"):
         assert math.isclose(getattr(s, key), want[key], rel_tol=rel), (key, getattr(s, key), want[key])
+
+
+def test_a_float32_sum_of_squares_that_overflows_is_exact_and_warns_nothing():
+    import warnings
+
+    import numpy as np
+
+    from hooktui.engine.stats import describe
+
+    t = torch.full((10_000,), 3e20, dtype=torch.float32)  # squares overflow float32, not float64
+    t[::2] = -3e20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in dot" was a RuntimeWarning
+        stats = describe("x", t).stats
+    want = float(np.sqrt((t.double() ** 2).sum()))
+    assert stats.norm == pytest.approx(want, rel=1e-12)
