@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import device_reduce
 from .records import TensorStats
 
 HIST_BINS = 16
@@ -242,28 +243,15 @@ class DeviceSnapshot(_Summary):
     __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
 
     @classmethod
-    def take(cls, head: Head, flat: torch.Tensor, work: torch.Tensor, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
-        """Counts, min, max and scaled moments (float64, so finite values never overflow),
-        a sample and the value block, all on the device: nothing here waits for it."""
+    def take(cls, head: Head, t: torch.Tensor, step: int, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
+        """Partial counts and moments of t.reshape(-1)[::step] (head.sampled elements), a
+        sample and the value block, all on the device: nothing here waits for it. One fused
+        reduction where triton runs (engine/device_reduce.py), then the block's copy."""
         self = cls()
-        wd = work.double()
-        finite = torch.isfinite(wd)
-        n_finite = finite.sum().double()
-        lo = torch.where(finite, wd, math.inf).amin()
-        hi = torch.where(finite, wd, -math.inf).amax()
-        scale = torch.maximum(lo.abs(), hi.abs())
-        scale = torch.where(torch.isfinite(scale) & (scale > 0), scale, 1.0)
-        safe = torch.where(finite, wd / scale, 0.0)
-        mean = safe.sum() / n_finite.clamp(min=1)
-        centred = torch.where(finite, safe - mean, 0.0)
-        var = (centred * centred).sum() / (n_finite - 1).clamp(min=1)
-        if flat.is_floating_point():
-            counts = [torch.isnan(flat).sum(), torch.isposinf(flat).sum(), torch.isneginf(flat).sum()]
-        else:
-            counts = [torch.zeros((), dtype=torch.int64, device=flat.device)] * 3
-        self.vec = torch.stack([n_finite, lo, hi, scale, mean, (safe * safe).sum(), var] + [c.double() for c in counts])
-        self.sample_is_all = wd.numel() <= sample_size
-        self.sample = (wd if self.sample_is_all else wd[:: math.ceil(wd.numel() / sample_size)]).clone()
+        n = head.sampled
+        sample_step = max(1, math.ceil(n / sample_size))
+        self.vec, self.sample = device_reduce.summarise(t, step, n, sample_step)
+        self.sample_is_all = sample_step == 1
         self.block = None if block is None else block.clone()
         self.head, self._host, self._result = head, None, None
         self.batch = _batch()
@@ -280,8 +268,7 @@ class DeviceSnapshot(_Summary):
             result, host = self._result, self._host
         if result is not None:  # compacted: the host copy is gone, the counts are packed
             return _counts_of(result[0])
-        nan, posinf, neginf = host[0][7:10]
-        return (int(nan), int(posinf), int(neginf))
+        return device_reduce.nonfinite(host[0])
 
     def _compact(self) -> tuple:
         if self._result is not None:
@@ -290,15 +277,26 @@ class DeviceSnapshot(_Summary):
         with _resolve_lock:
             if self._result is None:
                 vec, sample, block = self._host
-                n_finite, lo, hi, scale, mean, sumsq, var, nan, posinf, neginf = vec.tolist()
-                moments = (int(n_finite), None, None, None, None, None)
-                if n_finite:
-                    std = math.sqrt(var) * scale if n_finite > 1 else None
-                    moments = (int(n_finite), lo, hi, mean * scale, std, math.sqrt(sumsq) * scale)
-                counts = (int(nan), int(posinf), int(neginf))
+                counts = device_reduce.nonfinite(vec)
+                moments, whole = device_reduce.moments(vec)
+                if not whole:  # a float64 sum overflowed: mean, std, norm from the sample
+                    moments = None if self.sample_is_all else _sampled_moments(moments, sample)
                 self._result = _compacted(finish(self.head, counts, moments, sample, self.sample_is_all, block), self.head.wide)
                 self._host = None
             return self._result
+
+
+def _sampled_moments(exact: tuple, sample: np.ndarray) -> tuple:
+    """The exact count, min and max, with mean, std and norm estimated from an evenly
+    strided sample, scaled by its largest magnitude (finite float64 values too large for
+    the device's sums of squares: beyond ~1e154)."""
+    n, lo, hi = exact[:3]
+    finite = sample[np.isfinite(sample)]
+    scale = max(abs(lo), abs(hi)) or 1.0
+    x = finite / scale
+    mean = float(x.mean()) * scale
+    std = float(x.std(ddof=1)) * scale if x.size > 1 else None
+    return n, lo, hi, mean, std, math.sqrt(float(np.dot(x, x)) * n / max(x.size, 1)) * scale
 
 
 class _Batch:
@@ -330,7 +328,7 @@ class _Batch:
                 return
             parts = []
             for m in members:
-                parts += [m.vec, m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
+                parts += [m.vec.reshape(-1), m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
             host = torch.cat(parts).cpu().numpy()
             host_transfers += 1
             at = 0
