@@ -240,7 +240,7 @@ def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
 class DeviceSnapshot(_Summary):
     """A snapshot whose numbers are still device tensors; see `take`."""
 
-    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result", "_counts")
 
     @classmethod
     def take(cls, head: Head, t: torch.Tensor, step: int, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
@@ -253,7 +253,7 @@ class DeviceSnapshot(_Summary):
         self.vec, self.sample = device_reduce.summarise(t, step, n, sample_step)
         self.sample_is_all = sample_step == 1
         self.block = None if block is None else block.clone()
-        self.head, self._host, self._result = head, None, None
+        self.head, self._host, self._result, self._counts = head, None, None, None
         self.batch = _batch()
         self.batch.add(self)
         return self
@@ -263,6 +263,9 @@ class DeviceSnapshot(_Summary):
         return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
+        counts = self._counts
+        if counts is not None:  # read ahead of the rest (read_counts)
+            return counts
         self.batch.flush()
         with _resolve_lock:
             result, host = self._result, self._host
@@ -316,6 +319,17 @@ class _Batch:
         if full:
             self.flush()
 
+    def discard(self, ids: set[int]) -> None:
+        with self.lock:
+            kept = []
+            for m in self.members:
+                if id(m) in ids:
+                    m.vec = m.sample = m.block = None
+                else:
+                    kept.append(m)
+            self.members = kept
+            self.elements = sum(m.elements() for m in kept)
+
     def flush(self) -> None:
         """Copy every member's numbers, sample and block to the host in one transfer."""
         global host_transfers
@@ -350,6 +364,38 @@ def _batch() -> _Batch:
     if batch is None or batch.closed:
         batch = _local.batch = _Batch()
     return batch
+
+
+def read_counts(summaries) -> None:
+    """The non-finite counts of these summaries' pending device snapshots, copied to the
+    host in one transfer per device: their count columns only, not their samples or
+    value blocks (hooktui.guard reads this at a step's end; engine/device_reduce.py)."""
+    global host_transfers
+    by_device: dict = {}
+    for s in summaries:
+        if isinstance(s, DeviceSnapshot) and s._counts is None and s.vec is not None:
+            by_device.setdefault(s.vec.device, {})[id(s)] = s
+    for pending in by_device.values():
+        snaps = list(pending.values())
+        columns = slice(device_reduce.NAN, device_reduce.NEGINF + 1)
+        host = torch.cat([s.vec.reshape(-1, device_reduce.COLUMNS)[:, columns] for s in snaps]).cpu().numpy()
+        host_transfers += 1
+        at = 0
+        for s in snaps:
+            rows = s.vec.numel() // device_reduce.COLUMNS
+            s._counts = tuple(int(v) for v in host[at : at + rows].sum(axis=0))
+            at += rows
+
+
+def discard_pending(summaries) -> None:
+    """Forget these pending device snapshots without copying them (a guard's clean step:
+    nobody will read them); they no longer count toward a forced flush."""
+    by_batch: dict = {}
+    for s in summaries:
+        if isinstance(s, DeviceSnapshot) and s.vec is not None:
+            by_batch.setdefault(id(s.batch), (s.batch, set()))[1].add(id(s))
+    for batch, ids in by_batch.values():
+        batch.discard(ids)
 
 
 def flush_pending() -> None:

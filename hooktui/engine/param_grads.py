@@ -47,17 +47,24 @@ class ParamGradHooks:
                 )
 
     def note_bad_grads(self, model: nn.Module) -> None:
-        """Called as a backward starts, while hunting (hunt.py)."""
+        """Called as a backward starts, while hunting (hunt.py). Deferred (`defer_hunt`):
+        every .grad is summarised, and those found finite at the step's end are dropped
+        from their firings (`drop_good_before`)."""
         from .hunt import has_nonfinite
 
+        deferred = self.tracer.defer_hunt
         for qualified, param in model.named_parameters():
-            if param.grad is not None and has_nonfinite(param.grad):
+            if param.grad is not None and (deferred or has_nonfinite(param.grad)):
                 short = qualified.rpartition(".")[2]
                 self._bad_before[id(param)] = self.tracer.describe(
                     f"{short}.grad before this backward", param.grad, target=qualified, extra=True,
                     note="the .grad this parameter already held when the backward started (not zeroed since?): "
                     "this backward's gradient is added to it",
                 )
+
+    def before_records(self) -> list:
+        """The records of .grad held before the backward, not yet shown by a firing."""
+        return list(self._bad_before.values())
 
     def remove(self) -> None:
         for handle in self._handles:
