@@ -164,7 +164,8 @@ def _triton(t: torch.Tensor, step: int, n: int, sample_step: int) -> tuple[torch
 def _launch(grid, *args) -> None:
     """The one kernel launch (tests count calls of this)."""
     with _quiet():
-        _kernel()[grid](*args, BLOCK=BLOCK)
+        # 8 warps: 4 elements a thread, nine float64 accumulators each, without spilling.
+        _kernel()[grid](*args, BLOCK=BLOCK, num_warps=8)
 
 
 def _fallback(exc: Exception) -> None:
@@ -175,6 +176,7 @@ def _fallback(exc: Exception) -> None:
 
 
 _compiled = None
+_INT_ARGS = ["n", "step", "d1", "d2", "d3", "s0", "s1", "s2", "s3", "sample_step", "chunks"]
 
 
 def _quiet():
@@ -190,7 +192,10 @@ def _kernel():
     """The kernel, jitted on first use (or wrapped for the interpreter)."""
     global _compiled
     if _compiled is None:
-        _compiled = triton.jit(_partials_kernel)  # an interpreted function under TRITON_INTERPRET
+        # Sizes, strides and steps vary from tensor to tensor: not specialised on (triton
+        # would compile a kernel per combination of 1s and multiples of 16), so one kernel
+        # per dtype is built, on its first use. An interpreted function under TRITON_INTERPRET.
+        _compiled = triton.jit(_partials_kernel, do_not_specialize=_INT_ARGS)
     return _compiled
 
 

@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,23 @@ def test_float64_values_too_large_for_sums_of_squares_keep_exact_counts_min_and_
     assert math.isclose(s.std, (values / scale).std(ddof=1) * scale, rel_tol=1e-6)
     assert math.isclose(s.norm, math.sqrt(((values / scale) ** 2).sum()) * scale, rel_tol=1e-3)
     lazy_stats.flush_pending()
+
+
+@pytest.mark.parametrize("dtype", ["*fp32", "*bf16", "*fp64", "*i64", "*u8"])
+def test_the_kernel_compiles_for_an_h200(monkeypatch, dtype):
+    """What the interpreter cannot check (types, what the compiler accepts): the kernel is
+    compiled here, without a GPU, to a cubin for sm_90 (the H200 of issue 22)."""
+    triton = pytest.importorskip("triton", reason="triton is in the test extra; it installs on Linux")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    monkeypatch.setattr(device_reduce, "tl", triton.language)  # what uses_triton sets on a CUDA machine
+    fn = triton.jit(device_reduce._partials_kernel, do_not_specialize=device_reduce._INT_ARGS)
+    ints = {name: "i32" for name in device_reduce._INT_ARGS} | {"s0": "i64"}  # a stride past 2^31 is int64
+    signature = {"x_ptr": dtype, **ints, "sample_ptr": "*fp64", "out_ptr": "*fp64", "BLOCK": "constexpr"}
+    signature = {name: signature[name] for name in fn.arg_names}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # triton's notice about its FP-fusion default
+        kernel = triton.compile(ASTSource(fn, signature, constexprs={"BLOCK": device_reduce.BLOCK}),
+                                target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    assert kernel.asm["cubin"]
