@@ -157,7 +157,12 @@ def _triton(t: torch.Tensor, step: int, n: int, sample_step: int) -> tuple[torch
     sample = torch.empty(triton.cdiv(n, sample_step), dtype=torch.float64, device=t.device)
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)  # same bytes; the kernel widens either to float64
-    _launch((programs,), t, n, step, sizes[1], sizes[2], sizes[3], *strides, sample, sample_step, partials, chunks)
+    args = ((programs,), t, n, step, sizes[1], sizes[2], sizes[3], *strides, sample, sample_step, partials, chunks)
+    if t.is_cuda and t.device.index != torch.cuda.current_device():
+        with torch.cuda.device(t.device):  # triton launches on the current device
+            _launch(*args)
+    else:
+        _launch(*args)
     return partials, sample
 
 
