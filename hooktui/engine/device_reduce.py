@@ -145,6 +145,8 @@ def _merged_dims(t: torch.Tensor) -> tuple[list[int], list[int]] | None:
 
 
 def _triton(t: torch.Tensor, step: int, n: int, sample_step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    if t.is_neg():
+        t = t.resolve_neg()  # a lazy negation (torch._neg_view): the kernel reads raw memory
     dims = _merged_dims(t)
     if dims is None:  # rare: a non-contiguous view of more than 4 dims
         t = t.reshape(-1)

@@ -53,6 +53,7 @@ def cases() -> dict[str, tuple[torch.Tensor, int]]:
     out["first-is-nan"] = (torch.tensor([math.nan, 1e6 + 1, 1e6 + 2, 1e6 + 3, -math.inf]), 1)
     out["large-offset"] = (torch.rand(20_000, generator=torch.Generator().manual_seed(14), dtype=torch.float64) + 1e8, 1)
     out["all-nan"] = (torch.full((2000,), math.nan), 1)
+    out["neg-view"] = (torch._neg_view(_values(3001, torch.float32, 15)), 1)  # the sign bit is lazy
     return out
 
 
