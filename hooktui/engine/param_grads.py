@@ -48,8 +48,8 @@ class ParamGradHooks:
 
     def note_bad_grads(self, model: nn.Module) -> None:
         """Called as a backward starts, while hunting (hunt.py). Deferred (`defer_hunt`):
-        every .grad is summarised, and those found finite at the step's end are dropped
-        from their firings (`drop_good_before`)."""
+        every .grad is summarised (no value is read now); hooktui.guard drops from their
+        firings, at the step's end, those that were finite."""
         from .hunt import has_nonfinite
 
         deferred = self.tracer.defer_hunt
@@ -61,10 +61,6 @@ class ParamGradHooks:
                     note="the .grad this parameter already held when the backward started (not zeroed since?): "
                     "this backward's gradient is added to it",
                 )
-
-    def before_records(self) -> list:
-        """The records of .grad held before the backward, not yet shown by a firing."""
-        return list(self._bad_before.values())
 
     def remove(self) -> None:
         for handle in self._handles:
