@@ -3,7 +3,7 @@
 A device snapshot (engine/lazy_stats.py) needs, at firing time and without reading
 anything back: the exact NaN / +Inf / -Inf counts, the finite values' count, min, max
 and moments, and an evenly strided sample (the histogram and the zero count). Written
-as torch ops that is ~30 launches per tensor, each costing microseconds of CPU time
+as torch ops that was ~33 launches per tensor, each costing microseconds of CPU time
 whatever the tensor's size (issue 22). Here it is one Triton kernel where `triton`
 imports and the tensor is on CUDA: it reads the tensor once, through its strides (a
 non-contiguous tensor is not copied first), writes the sample as it goes, and leaves per
