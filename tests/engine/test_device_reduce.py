@@ -15,7 +15,7 @@ import torch
 
 from hooktui.engine import device_reduce, lazy_stats
 from hooktui.engine.stats import StatsOptions, describe
-from reduce_cases import CountOps, cases, launches_of_a_snapshot, sample_step
+from reduce_cases import cases, launches_of_a_snapshot, sample_step
 
 HERE = Path(__file__).parent
 CASES = cases()

@@ -171,3 +171,22 @@ def test_no_value_is_read_back_at_any_firing_and_one_transfer_per_step(monkeypat
     # Within a step no firing sees a transfer; there is one per step, at its end.
     assert len(set(per_firing)) == steps and lazy_stats.host_transfers - before == steps
     assert reads == ["numpy"] * steps  # the counts' host copy, once a step
+
+
+def test_a_last_forward_with_no_backward_is_checked_as_the_block_ends():
+    """The host guard raises inside that forward; the deferred one as the `with` ends,
+    naming the same firing."""
+
+    def run(stats_options):
+        model = nn.Sequential(nn.Linear(2, 2), LogHead())
+        with torch.no_grad():
+            model[0].weight.copy_(-torch.eye(2))
+        reached_the_end = False
+        with pytest.raises(hooktui.NonFiniteError) as caught, hooktui.guard(model, stats_options=stats_options):
+            model(torch.ones(1, 2))  # log of a negative: NaN; grad on, and no backward follows
+            reached_the_end = True
+        return caught.value, reached_the_end
+
+    (host, host_ended), (device, device_ended) = run(None), run(DEFER)
+    assert (host_ended, device_ended) == (False, True)
+    _same(host, device)
