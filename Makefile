@@ -38,6 +38,7 @@ bench: install
 	$(BIN)/python benchmarks/ui_step.py
 	$(BIN)/python benchmarks/hunt.py
 	$(BIN)/python benchmarks/guard.py
+	$(BIN)/python benchmarks/gpu.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache snapshot_report.html

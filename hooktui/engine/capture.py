@@ -175,6 +175,11 @@ class Tracer:
         # Set while a non-finite breakpoint is on (hunt.py): watch every node in backward,
         # say where a non-finite forward value was created.
         self.hunting = False
+        # With `hunting`: read no value while the step runs (hooktui.guard on a device):
+        # what needs the non-finite counts is kept and decided at the step's end (hunt.py).
+        self.defer_hunt = False
+        # Firing index -> (name, grad_fn) of its tensors, for the creation notes decided later.
+        self.note_sources: dict[int, list] = {}
         self._node_watch = hunt.NodeWatch(self)
         self._handles: list = []
         self._exit = ExitStack()
@@ -240,6 +245,20 @@ class Tracer:
         # the session (and its trace) from it, so they are freed as soon as they are dropped.
         self.emit = _after_the_run
 
+    @property
+    def next_free_index(self) -> int:
+        """The index the next firing will take."""
+        return self._next_index
+
+    @property
+    def calls(self) -> list:
+        """Module calls whose outputs need grad (hunt.py finds a node's innermost one)."""
+        return self._calls
+
+    @property
+    def node_watch(self) -> hunt.NodeWatch:
+        return self._node_watch
+
     def next_index(self) -> int:
         index = self._next_index
         self._next_index += 1
@@ -263,7 +282,7 @@ class Tracer:
         tensors = call_tensors(args, kwargs)
         describe = self.describe
         records = [describe(n, t) for n, t in tensors]
-        notes = _creation_notes(tensors, records) if self.hunting else None
+        notes = self._hunt_notes(tensors, records) if self.hunting else None
         self.fire_call(call, "forward_pre", records, dict(tensors), node=None, notes=notes, scope={"args": args, "kwargs": kwargs})
 
         if not torch.is_grad_enabled():
@@ -302,7 +321,7 @@ class Tracer:
         tensors = call_tensors(args, kwargs) + outputs
         describe = self.describe
         records = [describe(n, t) for n, t in tensors]
-        notes = _creation_notes(tensors, records) if self.hunting else None
+        notes = self._hunt_notes(tensors, records) if self.hunting else None
         call.forward_index = self.fire_call(call, "forward", records, dict(tensors), node=first_node, notes=notes,
                                             scope={"args": args, "kwargs": kwargs, "output": output})
         self._last_forward[call.name] = call.forward_index
@@ -581,21 +600,41 @@ class Tracer:
     def fire_born_node(self, node, grad_inputs, grad_outputs, line: SourceLocation | None) -> None:
         """The first node that made a non-finite gradient from finite ones (hunt.py)."""
         call = hunt.innermost_call(self._calls, node)
-        edges = {} if call is None else {(id(n), nr): f"args[{i}]" for i, (n, nr) in call.input_edges.items()}
-        tensors, live = hunt.node_tensors(self, node, grad_inputs, grad_outputs, edges)
+        tensors, live = hunt.node_tensors(self, node, grad_inputs, grad_outputs, hunt.call_edges(call))
+        scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
+        self.fire_event(**self._born_node_fields(node, call, tensors, line), live=live, scope=scope)
+
+    def born_node_event(self, found: hunt.NodeCandidate, index: int) -> Event:
+        """The node firing a deferred hunt found at the step's end, numbered `index` (where
+        it fired while the step ran), not emitted."""
+        return self.make_event(index=index, **self._born_node_fields(found.node, found.call, found.tensors, found.line))
+
+    def _born_node_fields(self, node, call, tensors: list[TensorRecord], line: SourceLocation | None) -> dict:
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
         notes.append(f"created in forward at {hunt.short(line)}" if line is not None
                      else "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
                      "or the op is hooktui's default loss)")
-        scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         if call is None:
             notes.append("made outside every module call (in the loss, or between the calls of the root module)")
-            self.fire_event(hook="node", module=self.model, call=max(self._counts.get("", 1) - 1, 0), tensors=tensors,
-                            live=live, node=node, source=line, notes=notes, scope=scope)
-            return
-        self.fire_event(hook="node", module=call.module, call=call.index, tensors=tensors, live=live, node=node,
-                        source=line or call.source, forward_index=call.forward_index, notes=notes, call_state=call, scope=scope)
+            return dict(hook="node", module=self.model, call=max(self._counts.get("", 1) - 1, 0), tensors=tensors,
+                        node=node, source=line, notes=notes)
+        return dict(hook="node", module=call.module, call=call.index, tensors=tensors, node=node,
+                    source=line or call.source, forward_index=call.forward_index, notes=notes, call_state=call)
+
+    def deferred_notes(self, event: Event) -> list[str] | None:
+        """The creation notes a hunting firing would have had (`defer_hunt`), once its
+        records' non-finite counts are known."""
+        sources = self.note_sources.get(event.index)
+        if not sources:
+            return None
+        return _node_notes([(name, node) for name, node in sources], event.tensors)
+
+    def _hunt_notes(self, tensors: list[tuple[str, torch.Tensor]], records: list[TensorRecord]) -> list[str] | None:
+        if self.defer_hunt:
+            self.note_sources[self._next_index] = [(name, t.grad_fn) for name, t in tensors]
+            return None
+        return _creation_notes(tensors, records)
 
     def describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
         return stats.describe(name, tensor, self.options, **extra)
@@ -620,13 +659,18 @@ class Tracer:
             scope=scope,
         )
 
-    def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
-                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
-                   scope: dict | None = None) -> int:
-        name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, **fields) -> int:
         index = self._next_index
         self._next_index = index + 1
-        event = Event(
+        event = self.make_event(index=index, module=module, **fields)
+        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
+                                    scope=scope))
+        return event.index
+
+    def make_event(self, *, index: int, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], node,
+                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> Event:
+        name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+        return Event(
             index=index,
             phase=self.phase,
             hook=hook,
@@ -640,9 +684,6 @@ class Tracer:
             forward_index=forward_index,
             notes=notes or NO_NOTES,
         )
-        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node, call=call_state, scope=scope))
-        return event.index
-
 
 
 _MODULE_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
@@ -688,12 +729,15 @@ def _kwargs_apart_from_args(kwargs: dict, input_edges: dict[int, tuple[Any, int]
 
 def _creation_notes(tensors: list[tuple[str, torch.Tensor]], records: list[TensorRecord]) -> list[str] | None:
     """While hunting: for each non-finite tensor, the op and the user line that made it."""
+    return _node_notes([(name, tensor.grad_fn) for name, tensor in tensors], records)
+
+
+def _node_notes(made_by: list[tuple[str, Any]], records: list[TensorRecord]) -> list[str] | None:
     notes = []
-    for (name, tensor), record in zip(tensors, records):
+    for (name, node), record in zip(made_by, records):
         counts = record.nonfinite_counts
         if not counts or not any(counts):
             continue
-        node = tensor.grad_fn
         line = hunt.creation_line(node)
         if node is None:
             notes.append(f"{name} is not finite and was made with no grad_fn (no autograd history)")

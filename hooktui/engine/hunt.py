@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -96,13 +96,28 @@ def has_nonfinite(t: torch.Tensor | None) -> bool:
     return not bool(torch.isfinite(t).all())  # or finite values whose sum overflowed
 
 
+class NodeCandidate(NamedTuple):
+    """A node's gradients, summarised while a deferred hunt runs (`Tracer.defer_hunt`):
+    whether it is where a value went bad is decided once the counts are read."""
+
+    position: int  # the index its firing takes if it is the one
+    node: Any
+    line: SourceLocation | None
+    call: Any  # the innermost module call that created it, or None
+    tensors: list  # records: grad_outputs first, then grad_inputs
+    received: int  # how many of them are grad_outputs
+
+
 class NodeWatch:
     """Post-hooks on every node of a backward's graph; the first node that turns finite
-    gradients into non-finite ones becomes a `node` firing."""
+    gradients into non-finite ones becomes a `node` firing. Deferred (no value read while
+    the step runs): every node's gradients are summarised on their device and kept as a
+    candidate; `first_born` picks the node at the step's end."""
 
     def __init__(self, tracer) -> None:
         self.tracer = tracer
         self.found = False
+        self.candidates: list[NodeCandidate] = []
 
     def watch(self, graph: list) -> None:
         if self.found:
@@ -113,12 +128,39 @@ class NodeWatch:
                 handles.append(node.register_hook(lambda gi, go, n=node: self._check(n, gi, go)))
 
     def _check(self, node, grad_inputs, grad_outputs) -> None:
+        if self.tracer.defer_hunt:
+            self._keep(node, grad_inputs, grad_outputs)
+            return
         if self.found or not any(has_nonfinite(g) for g in grad_inputs):
             return
         if any(has_nonfinite(g) for g in grad_outputs):
             return  # it arrived non-finite: born upstream (a tensor hook, the seed)
         self.found = True
         self.tracer.fire_born_node(node, grad_inputs, grad_outputs, creation_line(node))
+
+    def _keep(self, node, grad_inputs, grad_outputs) -> None:
+        tracer = self.tracer
+        call = innermost_call(tracer.calls, node)
+        tensors, _ = node_tensors(tracer, node, grad_inputs, grad_outputs, call_edges(call))
+        self.candidates.append(NodeCandidate(tracer.next_free_index, node, creation_line(node), call, tensors, len(grad_outputs)))
+
+    def first_born(self) -> NodeCandidate | None:
+        """The first candidate whose computed gradients hold NaN or Inf while those it
+        received do not (their counts read already: lazy_stats.read_counts)."""
+        for found in self.candidates:
+            received, computed = found.tensors[: found.received], found.tensors[found.received :]
+            if any(_counted_bad(t) for t in computed) and not any(_counted_bad(t) for t in received):
+                return found
+        return None
+
+
+def _counted_bad(record) -> bool:
+    counts = None if record.is_missing else record.nonfinite_counts
+    return bool(counts and any(counts))
+
+
+def call_edges(call) -> dict:
+    return {} if call is None else {(id(n), nr): f"args[{i}]" for i, (n, nr) in call.input_edges.items()}
 
 
 def node_tensors(tracer, node, grad_inputs, grad_outputs, edges: dict) -> tuple[list, dict]:

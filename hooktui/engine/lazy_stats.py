@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import device_reduce
 from .records import TensorStats
 
 HIST_BINS = 16
@@ -239,33 +240,20 @@ def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
 class DeviceSnapshot(_Summary):
     """A snapshot whose numbers are still device tensors; see `take`."""
 
-    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result")
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result", "_counts")
 
     @classmethod
-    def take(cls, head: Head, flat: torch.Tensor, work: torch.Tensor, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
-        """Counts, min, max and scaled moments (float64, so finite values never overflow),
-        a sample and the value block, all on the device: nothing here waits for it."""
+    def take(cls, head: Head, t: torch.Tensor, step: int, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
+        """Partial counts and moments of t.reshape(-1)[::step] (head.sampled elements), a
+        sample and the value block, all on the device: nothing here waits for it. One fused
+        reduction where triton runs (engine/device_reduce.py), then the block's copy."""
         self = cls()
-        wd = work.double()
-        finite = torch.isfinite(wd)
-        n_finite = finite.sum().double()
-        lo = torch.where(finite, wd, math.inf).amin()
-        hi = torch.where(finite, wd, -math.inf).amax()
-        scale = torch.maximum(lo.abs(), hi.abs())
-        scale = torch.where(torch.isfinite(scale) & (scale > 0), scale, 1.0)
-        safe = torch.where(finite, wd / scale, 0.0)
-        mean = safe.sum() / n_finite.clamp(min=1)
-        centred = torch.where(finite, safe - mean, 0.0)
-        var = (centred * centred).sum() / (n_finite - 1).clamp(min=1)
-        if flat.is_floating_point():
-            counts = [torch.isnan(flat).sum(), torch.isposinf(flat).sum(), torch.isneginf(flat).sum()]
-        else:
-            counts = [torch.zeros((), dtype=torch.int64, device=flat.device)] * 3
-        self.vec = torch.stack([n_finite, lo, hi, scale, mean, (safe * safe).sum(), var] + [c.double() for c in counts])
-        self.sample_is_all = wd.numel() <= sample_size
-        self.sample = (wd if self.sample_is_all else wd[:: math.ceil(wd.numel() / sample_size)]).clone()
+        n = head.sampled
+        sample_step = max(1, math.ceil(n / sample_size))
+        self.vec, self.sample = device_reduce.summarise(t, step, n, sample_step)
+        self.sample_is_all = sample_step == 1
         self.block = None if block is None else block.clone()
-        self.head, self._host, self._result = head, None, None
+        self.head, self._host, self._result, self._counts = head, None, None, None
         self.batch = _batch()
         self.batch.add(self)
         return self
@@ -275,13 +263,15 @@ class DeviceSnapshot(_Summary):
         return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
+        counts = self._counts
+        if counts is not None:  # read ahead of the rest (read_counts)
+            return counts
         self.batch.flush()
         with _resolve_lock:
             result, host = self._result, self._host
         if result is not None:  # compacted: the host copy is gone, the counts are packed
             return _counts_of(result[0])
-        nan, posinf, neginf = host[0][7:10]
-        return (int(nan), int(posinf), int(neginf))
+        return device_reduce.nonfinite(host[0])
 
     def _compact(self) -> tuple:
         if self._result is not None:
@@ -290,15 +280,26 @@ class DeviceSnapshot(_Summary):
         with _resolve_lock:
             if self._result is None:
                 vec, sample, block = self._host
-                n_finite, lo, hi, scale, mean, sumsq, var, nan, posinf, neginf = vec.tolist()
-                moments = (int(n_finite), None, None, None, None, None)
-                if n_finite:
-                    std = math.sqrt(var) * scale if n_finite > 1 else None
-                    moments = (int(n_finite), lo, hi, mean * scale, std, math.sqrt(sumsq) * scale)
-                counts = (int(nan), int(posinf), int(neginf))
+                counts = device_reduce.nonfinite(vec)
+                moments, whole = device_reduce.moments(vec)
+                if not whole:  # a float64 sum overflowed: mean, std, norm from the sample
+                    moments = None if self.sample_is_all else _sampled_moments(moments, sample)
                 self._result = _compacted(finish(self.head, counts, moments, sample, self.sample_is_all, block), self.head.wide)
                 self._host = None
             return self._result
+
+
+def _sampled_moments(exact: tuple, sample: np.ndarray) -> tuple:
+    """The exact count, min and max, with mean, std and norm estimated from an evenly
+    strided sample, scaled by its largest magnitude (finite float64 values too large for
+    the device's sums of squares: beyond ~1e154)."""
+    n, lo, hi = exact[:3]
+    finite = sample[np.isfinite(sample)]
+    scale = max(abs(lo), abs(hi)) or 1.0
+    x = finite / scale
+    mean = float(x.mean()) * scale
+    std = float(x.std(ddof=1)) * scale if x.size > 1 else None
+    return n, lo, hi, mean, std, math.sqrt(float(np.dot(x, x)) * n / max(x.size, 1)) * scale
 
 
 class _Batch:
@@ -318,6 +319,17 @@ class _Batch:
         if full:
             self.flush()
 
+    def discard(self, ids: set[int]) -> None:
+        with self.lock:
+            kept = []
+            for m in self.members:
+                if id(m) in ids:
+                    m.vec = m.sample = m.block = None
+                else:
+                    kept.append(m)
+            self.members = kept
+            self.elements = sum(m.elements() for m in kept)
+
     def flush(self) -> None:
         """Copy every member's numbers, sample and block to the host in one transfer."""
         global host_transfers
@@ -330,7 +342,7 @@ class _Batch:
                 return
             parts = []
             for m in members:
-                parts += [m.vec, m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
+                parts += [m.vec.reshape(-1), m.sample] + ([m.block.reshape(-1).double()] if m.block is not None else [])
             host = torch.cat(parts).cpu().numpy()
             host_transfers += 1
             at = 0
@@ -352,6 +364,38 @@ def _batch() -> _Batch:
     if batch is None or batch.closed:
         batch = _local.batch = _Batch()
     return batch
+
+
+def read_counts(summaries) -> None:
+    """The non-finite counts of these summaries' pending device snapshots, copied to the
+    host in one transfer per device: their count columns only, not their samples or
+    value blocks (hooktui.guard reads this at a step's end; engine/device_reduce.py)."""
+    global host_transfers
+    by_device: dict = {}
+    for s in summaries:
+        if isinstance(s, DeviceSnapshot) and s._counts is None and s.vec is not None:
+            by_device.setdefault(s.vec.device, {})[id(s)] = s
+    for pending in by_device.values():
+        snaps = list(pending.values())
+        columns = slice(device_reduce.NAN, device_reduce.NEGINF + 1)
+        host = torch.cat([s.vec.reshape(-1, device_reduce.COLUMNS)[:, columns] for s in snaps]).cpu().numpy()
+        host_transfers += 1
+        at = 0
+        for s in snaps:
+            rows = s.vec.numel() // device_reduce.COLUMNS
+            s._counts = tuple(int(v) for v in host[at : at + rows].sum(axis=0))
+            at += rows
+
+
+def discard_pending(summaries) -> None:
+    """Forget these pending device snapshots without copying them (a guard's clean step:
+    nobody will read them); they no longer count toward a forced flush."""
+    by_batch: dict = {}
+    for s in summaries:
+        if isinstance(s, DeviceSnapshot) and s.vec is not None:
+            by_batch.setdefault(id(s.batch), (s.batch, set()))[1].add(id(s))
+    for batch, ids in by_batch.values():
+        batch.discard(ids)
 
 
 def flush_pending() -> None:

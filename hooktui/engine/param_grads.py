@@ -47,11 +47,14 @@ class ParamGradHooks:
                 )
 
     def note_bad_grads(self, model: nn.Module) -> None:
-        """Called as a backward starts, while hunting (hunt.py)."""
+        """Called as a backward starts, while hunting (hunt.py). Deferred (`defer_hunt`):
+        every .grad is summarised (no value is read now); hooktui.guard drops from their
+        firings, at the step's end, those that were finite."""
         from .hunt import has_nonfinite
 
+        deferred = self.tracer.defer_hunt
         for qualified, param in model.named_parameters():
-            if param.grad is not None and has_nonfinite(param.grad):
+            if param.grad is not None and (deferred or has_nonfinite(param.grad)):
                 short = qualified.rpartition(".")[2]
                 self._bad_before[id(param)] = self.tracer.describe(
                     f"{short}.grad before this backward", param.grad, target=qualified, extra=True,

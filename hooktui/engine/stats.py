@@ -162,18 +162,19 @@ def _snapshot(t: torch.Tensor, options: StatsOptions, kind: _Kind):
     if t.is_complex():
         t = t.abs()
         of = "abs"
-    flat = t.reshape(-1)
     approx = numel > options.max_exact
-    # An evenly strided view: a fixed number of elements whatever the size.
-    work = flat[:: math.ceil(numel / options.max_exact)] if approx else flat
+    step = math.ceil(numel / options.max_exact) if approx else 1  # an evenly strided sample of max_exact
     head = kind.heads.get((of, options.max_values, keep, options.max_exact))
     if head is None:
         block_shape = leading_block_shape(shape, options.max_values) if keep else None
         head = kind.heads[(of, options.max_values, keep, options.max_exact)] = lazy_stats.Head(
-            count=numel, of=of, approx=approx, sampled=work.numel(), wide=wide, shape=shape, block_shape=block_shape)
+            count=numel, of=of, approx=approx, sampled=math.ceil(numel / step), wide=wide, shape=shape, block_shape=block_shape)
     block_shape = head.block_shape
-    if options.defer_host or flat.device.type != "cpu":
-        return lazy_stats.DeviceSnapshot.take(head, flat, work, _block(t, block_shape) if keep else None, options.snapshot_size)
+    if options.defer_host or t.device.type != "cpu":
+        # Before any reshape: the device reduction reads a non-contiguous tensor through its strides.
+        return lazy_stats.DeviceSnapshot.take(head, t, step, _block(t, block_shape) if keep else None, options.snapshot_size)
+    flat = t.reshape(-1)
+    work = flat[::step] if approx else flat
     counts, total = _exact_counts(flat)
     if work.numel() <= options.snapshot_size:
         if keep and not approx:

@@ -19,6 +19,16 @@ under no_grad ends); then the tracer is replaced by a fresh one, so call numbers
 firing numbers start again and nothing of an old step is kept. While a non-finite check
 is on, the tracer hunts (engine/hunt.py): forward ops note the line that created them
 and backward's first node to make a non-finite gradient is a firing of its own.
+
+On a device (a model whose parameters are not on the CPU, or `stats_options` with
+`defer_host`), reading a count back at every firing would wait for the device each time.
+There the checks wait for the step's end: every firing's counts are partial sums on the
+device (engine/device_reduce.py), the hunt keeps each node's gradients summarised, and
+when the step ends one transfer of the counts alone finds the first bad firing, which
+is reported exactly as it would have been at the firing: the same index, the same
+words. The difference: the error is raised as the step's backward returns (a forward
+under no_grad: as it returns), not from inside the firing, so the rest of the step has
+run; the optimizer's step has not. A clean step's summaries are dropped uncopied.
 """
 
 from __future__ import annotations
@@ -32,10 +42,11 @@ import torch
 from torch import nn
 
 from ..engine import hunt, lazy_stats, nodes
+from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
-from ..engine.records import Event, TraceInfo
+from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
 from . import in_app, where
@@ -76,6 +87,7 @@ def guard(
     max_abs: float | None = None,
     on_error: str | None = None,
     find_node: bool = True,
+    stats_options: StatsOptions | None = None,
 ) -> Guard:
     """Check every forward and backward of `model` inside the `with` block.
 
@@ -86,7 +98,8 @@ def guard(
     when a terminal is attached (under `hooktui run`, the default). `find_node=False`:
     skip what names the autograd node (and its forward line) where a gradient goes bad
     inside a module's backward, a per-op cost (docs/benchmarks.md); the module call is
-    still named.
+    still named. `stats_options`: how tensors are summarised (`defer_host=True` checks
+    as on a device, at the step's end; tests use it on the CPU).
     """
     if on_error is not None and on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
@@ -97,14 +110,14 @@ def guard(
         checks.append(Breakpoint.threshold(max_grad_norm, stat="norm", phase="backward"))
     if max_abs is not None:
         checks.append(Breakpoint.threshold(max_abs, stat="absmax"))
-    return Guard(model, checks, on_error, where.call_site(), find_node=find_node)
+    return Guard(model, checks, on_error, where.call_site(), find_node=find_node, options=stats_options)
 
 
 class _StepTracer(Tracer):
     """A Tracer that tells the guard when backward starts and when a step's backward ends."""
 
     def __init__(self, model: nn.Module, emit, owner: Guard) -> None:
-        super().__init__(model, emit, legacy=False, param_grads=True)
+        super().__init__(model, emit, owner.options, legacy=False, param_grads=True)
         self.owner = owner
         self.depth = 0
 
@@ -124,8 +137,11 @@ class _StepTracer(Tracer):
 
 
 class Guard:
-    def __init__(self, model: nn.Module, checks: list[Breakpoint], on_error: str | None, call_site: str, *, find_node: bool = True) -> None:
+    def __init__(self, model: nn.Module, checks: list[Breakpoint], on_error: str | None, call_site: str, *, find_node: bool = True,
+                 options: StatsOptions | None = None) -> None:
         self.model = model
+        self.options = options or StatsOptions()
+        self._deferred = False  # checks at the step's end (a device model): decided on entering
         self.checks = checks
         self.on_error = on_error
         self.call_site = call_site
@@ -146,13 +162,18 @@ class Guard:
             raise RuntimeError("hooktui.guard: this model is already guarded (one guard per model)")
         _ACTIVE[self.model] = self
         self._active = True
+        self._deferred = self.options.defer_host or any(p.device.type != "cpu" for p in self.model.parameters())
         self._start_tracer()
         return self
 
     def __exit__(self, *exc_info) -> bool:
+        # Deferred: a last forward with no backward is checked now (the host path raised in it).
+        error = self._check_step() if self._deferred and exc_info[0] is None else None
         self._active = False
         _ACTIVE.pop(self.model, None)
         self._stop_tracer()
+        if error is not None:
+            raise error
         return False
 
     # -- steps -------------------------------------------------------------------------
@@ -160,6 +181,7 @@ class Guard:
         lazy_stats.start_run()
         tracer = self._tracer = _StepTracer(self.model, self._emit, self)
         tracer.hunting = self._hunting
+        tracer.defer_hunt = self._deferred
         tracer.install()
         # After the tracer's: the root's post-hook must run after the tracer's (it may end the step).
         self._root_handles = [
@@ -173,22 +195,30 @@ class Guard:
         self._root_handles = []
         if self._tracer is not None:
             self._tracer.remove()
-            self._tracer = None
         self._stop_lines()
+        if self._deferred:
+            # Nobody reads a finished step's summaries: never copied (a stop read its own first).
+            lazy_stats.discard_pending(self._step_summaries())
+        else:
+            lazy_stats.flush_pending()
         self.events = []
         self._forwards = 0
         nodes.forget_node_records()
-        lazy_stats.flush_pending()
+        self._tracer = None
 
     def step_ended(self) -> None:
-        """A step is over: its firings and graph references go, a fresh tracer comes."""
+        """A step is over: its firings and graph references go, a fresh tracer comes.
+        Deferred: the step's checks run first, and their error is raised last."""
         if not self._active:
             return
+        error = self._check_step() if self._deferred else None
         had_firings = bool(self.events)
         self._stop_tracer()
         if had_firings:
             self.step += 1
         self._start_tracer()
+        if error is not None:
+            raise error
 
     def _root_pre(self, module: nn.Module, args: tuple) -> None:
         if self.root_depth == 0 and self._hunting and self._lines is None and torch.is_grad_enabled():
@@ -218,12 +248,64 @@ class Guard:
         self.events.append(event)
         if event.hook == "backward_pre":
             self._forwards = 0
+        if self._deferred:
+            return  # read nothing now: the step's end decides (_check_step)
         for bp in self.checks:
             reason = bp.check(event)
             if reason is not None:
                 self._stop(event, bp, reason)
 
     def _stop(self, event: Event, bp: Breakpoint, reason: str) -> None:
+        error = self._error(event, bp, reason)
+        # The loop may catch the error and go on: its next step starts afresh. In forward
+        # now (the hooks the calls still run on the way out find an emptied tracer); in
+        # backward when it has unwound (backward_pass), never while autograd runs hooks.
+        if self._tracer is not None and self._tracer.depth == 0:
+            self.step_ended()
+        raise error
+
+    # -- deferred: the step's end ------------------------------------------------------------
+    def _step_summaries(self) -> list:
+        """Every summary the step's firings (and the hunt's candidates) hold."""
+        records = [t for event in self.events for t in event.tensors]
+        tracer = self._tracer
+        if tracer is not None:
+            records += [t for found in tracer.node_watch.candidates for t in found.tensors]
+        return [r._summary for r in records if isinstance(r, LazyTensorRecord)]
+
+    def _check_step(self):
+        """The first bad firing of the step that just ended, as the error the host path
+        would have raised at it; None when the step is clean. One transfer (the counts
+        only) when it is; a threshold check reads statistics, a second one."""
+        tracer = self._tracer
+        if tracer is None or not self.events:
+            return None
+        lazy_stats.read_counts(self._step_summaries())
+        events = self.events
+        for event in events:
+            if event.hook == "param_grad" and len(event.tensors) > 1:
+                # The .grad held before the backward: shown only when it was not finite.
+                event.tensors = [t for t in event.tensors if not (t.extra and t.name.endswith(" before this backward")
+                                                                  and not any(t.nonfinite_counts or ()))]
+        found = tracer.node_watch.first_born() if self._hunting else None
+        if found is not None:  # it fired before the firing at its position: those after move one on
+            for event in events:
+                if event.index >= found.position:
+                    event.index += 1
+            node_event = tracer.born_node_event(found, found.position)
+            events = [e for e in events if e.index < found.position] + [node_event] + [e for e in events if e.index > found.position]
+        for position, event in enumerate(events):
+            if self._hunting and (notes := tracer.deferred_notes(event)):
+                event.notes = notes
+            for bp in self.checks:
+                reason = bp.check(event)
+                if reason is not None:
+                    self.events = events[: position + 1]
+                    return self._error(event, bp, reason)
+        return None
+
+    def _error(self, event: Event, bp: Breakpoint, reason: str):
+        """The error for the first bad firing, its step's firings saved to a trace file."""
         events = self.events
         step = self.step
         born = where_born(events, bp)
@@ -245,18 +327,14 @@ class Guard:
             message += f"\nThe step's firings so far are in {name}: `hooktui view {name}` opens at #{event.index}."
         error_type = NonFiniteError if bp.kind == "nonfinite" else ThresholdError
         error = error_type(message, born=born, index=event.index, step=step, trace_path=path)
-        opened = self._maybe_open_app(info, events)
-        # The loop may catch the error and go on: its next step starts afresh. In forward
-        # now (the hooks the calls still run on the way out find an emptied tracer); in
-        # backward when it has unwound (backward_pass), never while autograd runs hooks.
-        if self._tracer is not None and self._tracer.depth == 0:
-            self.step_ended()
-        if opened and where.under_hooktui_run:
+        if self._maybe_open_app(info, events) and where.under_hooktui_run:
             # The user saw it in the app and quit: `hooktui run` ends the script with one line
             # and status 0, as after `hooktui.debug` (the error is the Quit's cause).
             saved = f"; its firings are in {where.shown(path)}" if path is not None else ""
-            raise Quit(f"{self.call_site}, step {step}, firing #{event.index}{saved}") from error
-        raise error
+            quit = Quit(f"{self.call_site}, step {step}, firing #{event.index}{saved}")
+            quit.__cause__ = error
+            return quit
+        return error
 
     def _maybe_open_app(self, info: TraceInfo, events: list[Event]) -> bool:
         on_error = self.on_error or ("debug" if where.under_hooktui_run else "raise")

@@ -203,10 +203,12 @@ def test_leading_block_of_a_3d_tensor():
     ],
     ids=["transposed", "offset-slice", "expanded"],
 )
-def test_value_block_and_stats_of_a_non_contiguous_view(view):
+@pytest.mark.parametrize("defer", [False, True], ids=["host", "deferred"])
+def test_value_block_and_stats_of_a_non_contiguous_view(view, defer):
+    """Deferred: the device path, which reads the view through its strides (no copy first)."""
     base = torch.arange(8 * 100 * 100, dtype=torch.float32).reshape(8, 100, 100).sin()
     t = view(base)
-    record = describe("x", t, StatsOptions(max_values=1024))
+    record = describe("x", t, StatsOptions(max_values=1024, defer_host=defer))
     k = record.values_shape
     assert record.values == t[tuple(slice(0, n) for n in k)].reshape(-1).double().tolist()
     # Larger than a snapshot: exact moments, a histogram of an evenly strided sample.
@@ -234,13 +236,15 @@ def test_value_block_and_stats_of_a_non_contiguous_view(view):
     ],
     ids=["float32", "float64", "float16", "bfloat16", "int64", "uint8", "bool", "neg-view", "with-nan"],
 )
-def test_exact_moments_of_a_tensor_larger_than_a_snapshot(make):
-    """Past `snapshot_size` the moments are computed at the firing (sum by torch, min, max
-    and the sum of squares by numpy where it can view the tensor): exact, every dtype."""
+@pytest.mark.parametrize("defer", [False, True], ids=["host", "deferred"])
+def test_exact_moments_of_a_tensor_larger_than_a_snapshot(make, defer):
+    """Past `snapshot_size` the moments are computed at the firing (host: sum by torch, min,
+    max and the sum of squares by numpy where it can view the tensor; deferred: partial
+    sums in float64 on the device): exact, every dtype."""
     t = make(torch.Generator().manual_seed(3))
     assert t.numel() > StatsOptions().snapshot_size
     reference = (t.resolve_neg().float() if t.dtype in (torch.float16, torch.bfloat16) else t.resolve_neg()).numpy()
-    want, s = expected_stats(reference), describe("x", t).stats
+    want, s = expected_stats(reference), describe("x", t, StatsOptions(defer_host=defer)).stats
     assert not s.approx and s.count == t.numel()
     for key in ("finite", "nan", "posinf", "neginf"):
         assert getattr(s, key) == want[key], key
