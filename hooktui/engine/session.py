@@ -115,7 +115,7 @@ class Session:
         quit_finishes: bool = False,
         pause: bool = True,
         label: str | None = None,
-        options: stats.StatsOptions = stats.StatsOptions(),
+        options: stats.StatsOptions | None = None,
         loss_label: str | None = None,
         legacy: bool = False,
         param_grads: bool = True,
@@ -139,7 +139,7 @@ class Session:
         self.thread_state = thread_state
         self.quit_finishes = quit_finishes
         self.gate = Gate(pause=pause)
-        self.options = options
+        self.options = stats.StatsOptions() if options is None else options  # made now: HOOKTUI_DEVICE_PATH
         self.legacy = legacy
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
