@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map_only
 
-from . import collector, hunt, lazy_stats, nodes, stats
+from . import collector, device_errors, hunt, lazy_stats, nodes, stats
 from .breakpoints import Breakpoint
 from .capture import LiveFiring, Tracer
 from .gate import MODEL_ERRORS, Gate, QuitRequested
@@ -380,7 +380,7 @@ class Session:
             call=call,
             source=source,
             error=error,
-            notes=[f"{error.type}: {error.message}"],
+            notes=[f"{error.type}: {error.message}"] + _advice(error.message, self.trace.error_in_loss),
         )
         self.trace.events.append(event)
         if self._on_event is not None:
@@ -393,6 +393,12 @@ class Session:
 
 
 assert Session._run_model_forward.__name__ == RUNNER_FUNCTION
+
+
+def _advice(message: str, in_loss: bool) -> list[str]:
+    """The error firing's notes after the error itself: what to do, when it is known."""
+    text = device_errors.advice(message, in_loss)
+    return [] if text is None else [text]
 
 
 def record(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, **kwargs) -> Trace:
