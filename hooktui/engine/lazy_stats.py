@@ -326,10 +326,17 @@ class _Batch:
 
     def add(self, snap: DeviceSnapshot) -> None:
         with self.lock:
-            self.members.append(snap)
-            self.elements += snap.elements()
-            full = self.elements > MAX_PENDING_ELEMENTS
-        if full:
+            late = self.closed
+            if not late:
+                self.members.append(snap)
+                self.elements += snap.elements()
+                full = self.elements > MAX_PENDING_ELEMENTS
+        if late:
+            # Another thread (the app reading a record) flushed this batch after the snapshot
+            # picked it: it joins this thread's next one, or it would never be copied.
+            snap.batch = _batch()
+            snap.batch.add(snap)
+        elif full:
             self.flush()
 
     def flush(self) -> None:

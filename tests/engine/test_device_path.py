@@ -149,3 +149,24 @@ def test_device_snapshots_count_against_the_snapshot_budget(monkeypatch):
     assert records[-1].values == [39.0] * 1024
     for i, r in enumerate(records):
         assert (r.stats.min, r.stats.max, r.stats.mean, r.stats.count) == (i, i, i, 1024)
+
+
+def test_a_snapshot_whose_batch_another_thread_flushed_meanwhile_is_still_copied(monkeypatch):
+    """The app reads records (and so flushes the batch) while the model runs on: a snapshot
+    that picked the batch just before that must not be left out of every copy."""
+    real = lazy_stats._batch
+    picked = []
+
+    def flushed_meanwhile():
+        batch = real()
+        if not picked:
+            batch.flush()  # what a reader on another thread can do at this very moment
+        picked.append(batch)
+        return batch
+
+    monkeypatch.setattr(lazy_stats, "_batch", flushed_meanwhile)
+    t = torch.tensor([1.0, float("nan"), 3.0, float("-inf")])
+    record = describe("x", t, StatsOptions(defer_host=True))
+    monkeypatch.undo()
+    assert record.nonfinite_counts == (1, 0, 1)
+    assert (record.stats.min, record.stats.max, record.values[0]) == (1.0, 3.0, 1.0)
