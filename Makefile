@@ -10,7 +10,20 @@ TORCH_SPEC ?= torch==2.13.0
 MODEL ?= sample_models/cnn.py
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test trace bench clean
+# The CUDA path on the CPU (hooktui/engine/stats.py's HOOKTUI_DEVICE_PATH: every summary
+# a DeviceSnapshot, batched, one host copy per pause): the tests that read statistics
+# (parity, the app's keys and panes), the hunt, guard, debug and diff, run a second time.
+# The torch.compile parity test is left out: compiling is its time (~40 s), not the path.
+DEVICE_PATH_TESTS := \
+	tests/engine/test_device_path.py tests/engine/test_parity_patterns.py tests/engine/test_parity_models.py \
+	tests/engine/test_parity_seed.py tests/engine/test_samples.py tests/engine/test_stats.py \
+	tests/engine/test_born.py tests/engine/test_breakpoints.py tests/engine/test_flow.py tests/engine/test_compare.py \
+	tests/ui/test_ui_every_key.py tests/ui/test_ui_app.py tests/ui/test_ui_hunt.py tests/ui/test_values_grid.py \
+	tests/ui/test_ui_overview.py tests/cli/test_cli_hunt.py tests/cli/test_cli_diff.py \
+	tests/loop/test_guard.py tests/loop/test_debug_record.py tests/loop/test_debug_grads.py
+DEVICE_PATH_SKIP := tests/engine/test_parity_patterns.py::test_compiled_models_fire_like_pytorch_on_every_backend
+
+.PHONY: install run test test-device-path trace bench clean
 
 install: $(STAMP)
 
@@ -28,6 +41,10 @@ trace: install
 
 test: install
 	$(BIN)/python -m pytest
+	$(MAKE) --no-print-directory test-device-path
+
+test-device-path: install
+	HOOKTUI_DEVICE_PATH=1 $(BIN)/python -m pytest $(DEVICE_PATH_TESTS) --deselect $(DEVICE_PATH_SKIP)
 
 bench: install
 	$(BIN)/python benchmarks/run.py

@@ -156,9 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
     if (args.rtol is not None or args.atol is not None) and not (args.command == "diff" or args.against):
         parser.error("--rtol and --atol go with diff and view --against: hooktui diff A.jsonl B.jsonl --rtol 1e-3")
-    for flag, given in (("--json", args.json), ("--save", args.save)):
-        if given and args.command != "trace":
-            parser.error(f"{flag} goes with trace: hooktui trace MODEL {flag}{' FILE' if flag == '--save' else ''}")
+    if args.json and args.command not in ("trace", "diff"):
+        parser.error("--json goes with trace and diff: hooktui trace MODEL --json")
+    if args.save and args.command != "trace":
+        parser.error("--save goes with trace: hooktui trace MODEL --save FILE")
     try:
         if args.command == "trace":
             from .commands.trace import run_trace

@@ -193,7 +193,8 @@ def _short(where: str) -> str:
 def _error(event: Event, events, who: str, info) -> list[Statement]:
     err = event.error
     text = f"{err.type}: {err.message}" if err else "the run failed"
-    return [Statement(f"The model raised during {event.phase}, after firing of {who}: {text}", ok=False)]
+    advice = [Statement(note[:1].upper() + note[1:] + ".", ok=False) for note in event.notes[1:]]  # what to do
+    return [Statement(f"The model raised during {event.phase}, after firing of {who}: {text}", ok=False)] + advice
 
 
 def _generic(event: Event, events, who: str, info) -> list[Statement]:

@@ -40,5 +40,6 @@ def example_inputs():
 
 
 def loss_fn(output):
-    # Cross-entropy against class 3, as a training step would.
-    return nn.functional.cross_entropy(output, torch.tensor([3]))
+    # Cross-entropy against class 3, as a training step would (on the output's device:
+    # `hooktui sample_models/cnn.py --device cuda`).
+    return nn.functional.cross_entropy(output, torch.tensor([3], device=output.device))

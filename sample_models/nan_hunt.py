@@ -63,5 +63,5 @@ def example_inputs():
 
 
 def loss_fn(logits):
-    labels = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]])
+    labels = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]], device=logits.device)
     return nn.functional.cross_entropy(logits.reshape(-1, 3), labels.reshape(-1))

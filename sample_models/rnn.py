@@ -27,7 +27,7 @@ class TinyRNN(nn.Module):
 
     def forward(self, tokens):
         x = self.embed(tokens)  # (batch, time, EMBED)
-        h = torch.zeros(tokens.shape[0], HIDDEN)
+        h = torch.zeros(tokens.shape[0], HIDDEN, device=tokens.device)  # where the model runs
         for t in range(tokens.shape[1]):
             h = self.cell(x[:, t], h)  # the same module, one call per time step
         return self.head(h)
@@ -44,4 +44,4 @@ def example_inputs():
 
 
 def loss_fn(output):
-    return nn.functional.cross_entropy(output, torch.tensor([0, 2]))
+    return nn.functional.cross_entropy(output, torch.tensor([0, 2], device=output.device))

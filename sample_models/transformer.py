@@ -67,7 +67,7 @@ def example_inputs():
 
 def loss_fn(output):
     """Next-token cross-entropy over the unpadded positions."""
-    inputs = example_inputs()
     logits = output["logits"][:, :-1]
+    inputs = {name: t.to(logits.device) for name, t in example_inputs().items()}  # made on the CPU
     targets = inputs["input_ids"][:, 1:].masked_fill(inputs["attention_mask"][:, 1:] == 0, -100)
     return nn.functional.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1), ignore_index=-100)

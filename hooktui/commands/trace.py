@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..cli import UserError
 import json
 
+from ..engine import device_errors
 from ..engine.born import where_born
 from ..engine.trace_file import TraceFileError, check_save_path, event_json, write_trace
 from ..visible import visible
@@ -112,17 +113,19 @@ def run_trace(args) -> int:
     if closed:
         return 0
     if trace.error is not None:
+        # The device-mismatch advice, else what usually goes wrong there.
+        fix = device_errors.advice(trace.error.message, trace.error_in_loss)
         if trace.error_in_loss:
             raise UserError(
                 f"{loaded.label}: computing the loss failed: {trace.error.type}: {trace.error.message}"
-                " (loss_fn(output) must return a one-element tensor that requires grad)",
+                + (f" ({fix})" if fix else " (loss_fn(output) must return a one-element tensor that requires grad)"),
                 details=trace.error.traceback,
             )
         where = trace.events[-1]
         module = f"module {where.module!r} ({where.module_type})" if where.module else "the model"
         raise UserError(
             f"{loaded.label}: {module} raised during {where.phase}: {trace.error.type}: {trace.error.message}"
-            " (check that the inputs fit the model; --traceback shows where)",
+            + (f" ({fix})" if fix else " (check that the inputs fit the model; --traceback shows where)"),
             details=trace.error.traceback,
         )
     return 0

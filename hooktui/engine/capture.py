@@ -152,7 +152,7 @@ class Tracer:
         self,
         model: nn.Module,
         emit: Emit,
-        options: stats.StatsOptions = stats.StatsOptions(),
+        options: stats.StatsOptions | None = None,
         *,
         legacy: bool = False,
         param_grads: bool = True,
@@ -160,7 +160,7 @@ class Tracer:
     ) -> None:
         self.model = model
         self.emit = emit
-        self.options = options
+        self.options = stats.StatsOptions() if options is None else options  # made now: HOOKTUI_DEVICE_PATH
         self.phase = "forward"
         walk = self._walk = walk or ModelWalk(model)
         self._modules = dict(walk.modules)

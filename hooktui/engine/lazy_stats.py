@@ -170,14 +170,14 @@ class HostSnapshot(_Summary):
 
 
 class _Budget:
-    """Host snapshots in the order they were taken, with the bytes each holds."""
+    """Snapshots on the host in the order they got there, with the bytes each holds."""
 
     def __init__(self) -> None:
         self._entries: deque = deque()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def add(self, snap: HostSnapshot, nbytes: int) -> None:
+    def add(self, snap: HostSnapshot | DeviceSnapshot, nbytes: int) -> None:
         evict = []
         with self._lock:
             # Weak: a trace that is dropped takes its snapshots with it.
@@ -240,7 +240,7 @@ def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
 class DeviceSnapshot(_Summary):
     """A snapshot whose numbers are still device tensors; see `take`."""
 
-    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result", "_counts")
+    __slots__ = ("head", "vec", "sample", "sample_is_all", "block", "batch", "_host", "_result", "_counts", "__weakref__")
 
     @classmethod
     def take(cls, head: Head, t: torch.Tensor, step: int, block: torch.Tensor | None, sample_size: int) -> DeviceSnapshot:
@@ -261,6 +261,17 @@ class DeviceSnapshot(_Summary):
     def elements(self) -> int:
         block = self.block
         return self.vec.numel() + self.sample.numel() + (0 if block is None else block.numel())
+
+    def drop_values(self) -> None:
+        """Keep the statistics, forget the value block (the budget is spent; only ever
+        asked once the batch has reached the host)."""
+        with _resolve_lock:
+            host = self._host
+            if self._result is None and host is not None:
+                self._host = (host[0], host[1], None)  # resolved below without its block
+        packed, _, wide, _ = self._compact()
+        with _resolve_lock:
+            self._result = (packed, None, wide, None)
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
         counts = self._counts
@@ -303,9 +314,12 @@ def _sampled_moments(exact: tuple, sample: np.ndarray) -> tuple:
 
 
 class _Batch:
-    """Device snapshots taken on one thread since the last flush."""
+    """Device snapshots taken on one thread since the last flush. Once on the host they
+    count against the snapshot budget of the run that took them, as host snapshots do
+    (a long run on the GPU keeps the value blocks of its recent firings only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: _Budget) -> None:
+        self.budget = budget
         self.members: list[DeviceSnapshot] = []
         self.elements = 0
         self.closed = False
@@ -313,10 +327,17 @@ class _Batch:
 
     def add(self, snap: DeviceSnapshot) -> None:
         with self.lock:
-            self.members.append(snap)
-            self.elements += snap.elements()
-            full = self.elements > MAX_PENDING_ELEMENTS
-        if full:
+            late = self.closed
+            if not late:
+                self.members.append(snap)
+                self.elements += snap.elements()
+                full = self.elements > MAX_PENDING_ELEMENTS
+        if late:
+            # Another thread (the app reading a record) flushed this batch after the snapshot
+            # picked it: it joins this thread's next one, or it would never be copied.
+            snap.batch = _batch()
+            snap.batch.add(snap)
+        elif full:
             self.flush()
 
     def discard(self, ids: set[int]) -> None:
@@ -346,6 +367,7 @@ class _Batch:
             host = torch.cat(parts).cpu().numpy()
             host_transfers += 1
             at = 0
+            sizes = []
             for m in members:
                 pieces = []
                 for n in (m.vec.numel(), m.sample.numel(), 0 if m.block is None else m.block.numel()):
@@ -354,6 +376,10 @@ class _Batch:
                 vec, sample, block = pieces
                 m._host = (vec, sample, block if m.block is not None else None)
                 m.vec = m.sample = m.block = None
+                sizes.append(vec.nbytes + sample.nbytes + block.nbytes)
+        # Outside the lock: an eviction resolves members of this very batch.
+        for m, nbytes in zip(members, sizes):
+            self.budget.add(m, nbytes)
 
 
 _local = threading.local()
@@ -362,7 +388,7 @@ _local = threading.local()
 def _batch() -> _Batch:
     batch = getattr(_local, "batch", None)
     if batch is None or batch.closed:
-        batch = _local.batch = _Batch()
+        batch = _local.batch = _Batch(_current_budget())
     return batch
 
 

@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map_only
 
-from . import collector, hunt, lazy_stats, nodes, stats
+from . import collector, device_errors, hunt, lazy_stats, nodes, stats
 from .breakpoints import Breakpoint
 from .capture import LiveFiring, Tracer
 from .gate import MODEL_ERRORS, Gate, QuitRequested
@@ -115,7 +115,7 @@ class Session:
         quit_finishes: bool = False,
         pause: bool = True,
         label: str | None = None,
-        options: stats.StatsOptions = stats.StatsOptions(),
+        options: stats.StatsOptions | None = None,
         loss_label: str | None = None,
         legacy: bool = False,
         param_grads: bool = True,
@@ -139,7 +139,7 @@ class Session:
         self.thread_state = thread_state
         self.quit_finishes = quit_finishes
         self.gate = Gate(pause=pause)
-        self.options = options
+        self.options = stats.StatsOptions() if options is None else options  # made now: HOOKTUI_DEVICE_PATH
         self.legacy = legacy
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
@@ -380,7 +380,7 @@ class Session:
             call=call,
             source=source,
             error=error,
-            notes=[f"{error.type}: {error.message}"],
+            notes=[f"{error.type}: {error.message}"] + _advice(error.message, self.trace.error_in_loss),
         )
         self.trace.events.append(event)
         if self._on_event is not None:
@@ -393,6 +393,12 @@ class Session:
 
 
 assert Session._run_model_forward.__name__ == RUNNER_FUNCTION
+
+
+def _advice(message: str, in_loss: bool) -> list[str]:
+    """The error firing's notes after the error itself: what to do, when it is known."""
+    text = device_errors.advice(message, in_loss)
+    return [] if text is None else [text]
 
 
 def record(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, **kwargs) -> Trace:

@@ -31,9 +31,10 @@ is the next one's input) shares the summary of its first appearance.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -45,6 +46,16 @@ from .records import LazyTensorRecord, TensorRecord
 HIST_BINS = lazy_stats.HIST_BINS
 
 
+# Set (to anything but 0): CPU tensors take the device path (DeviceSnapshot, batched, one
+# host copy per pause) wherever StatsOptions does not say `defer_host` itself: record,
+# trace, the app, the hunt, guard, debug. The CUDA path, testable without a GPU.
+DEVICE_PATH_ENV = "HOOKTUI_DEVICE_PATH"
+
+
+def device_path_forced() -> bool:
+    return os.environ.get(DEVICE_PATH_ENV, "").strip() not in ("", "0")
+
+
 @dataclass(frozen=True)
 class StatsOptions:
     max_exact: int = 1 << 20  # elements summarised exactly; larger tensors are sampled
@@ -53,8 +64,9 @@ class StatsOptions:
     # Tensors up to this many elements are copied whole at firing time; larger ones keep
     # exact moments and a sample of this many elements for the histogram.
     snapshot_size: int = 4096
-    # Never read a value back at firing time, even on the CPU (the CUDA path; tests use it).
-    defer_host: bool = False
+    # Never read a value back at firing time, even on the CPU (the CUDA path). The default
+    # comes from HOOKTUI_DEVICE_PATH: `make test` runs its second pass with it set.
+    defer_host: bool = field(default_factory=device_path_forced)
 
 
 class _Kind:
@@ -105,8 +117,10 @@ def _kind(tensor: torch.Tensor) -> _Kind:
     return kind
 
 
-def describe(name: str, tensor: torch.Tensor, options: StatsOptions = StatsOptions(), **extra) -> TensorRecord:
+def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = None, **extra) -> TensorRecord:
     """A record for `tensor` whose stats and values are those it has now, computed on first read."""
+    if options is None:
+        options = StatsOptions()
     grad_fn = tensor.grad_fn
     kind = _kind(tensor)
     if not kind.strided:

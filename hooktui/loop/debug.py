@@ -84,9 +84,23 @@ def _outcome(trace: Trace, call_site: str) -> torch.Tensor:
         raise Quit(call_site)
     if trace.exception is not None:
         exception, trace.exception = trace.exception, None
+        _add_advice(exception, trace)
         raise exception  # the step's own exception, as the program would have seen it
     assert trace.loss is not None and trace.state == "finished", trace.state
     return trace.loss
+
+
+def _add_advice(exception: BaseException, trace: Trace) -> None:
+    """The error firing's advice (a device mismatch's fix), as a note under the step's own
+    traceback (Python 3.11+; without add_note the exception is raised as it is)."""
+    error = trace.events[-1] if trace.events and trace.events[-1].hook == "error" else None
+    add_note = getattr(exception, "add_note", None)
+    if error is None or add_note is None:
+        return
+    for advice in error.notes[1:]:
+        note = f"hooktui: {advice}"
+        if note not in getattr(exception, "__notes__", ()):
+            add_note(note)
 
 
 def _save(trace: Trace, path) -> None:

@@ -30,6 +30,33 @@ MODEL_FILES = {
     "build_raises": "import torch\ndef build_model():\n    raise ValueError('no such checkpoint')\ninputs = torch.ones(1)\n",
     "inputs_raise": "import torch\nmodel = torch.nn.Linear(3, 2)\ndef example_inputs():\n    raise OSError('data.pt missing')\n",
     "not_a_module": "import torch\nmodel = 3\nbuild_model = None\ninputs = torch.ones(1)\n",
+    # What torch raises on a GPU when loss_fn makes its target on the CPU (no GPU here:
+    # the text is torch's, raised by hand).
+    "device_loss": textwrap.dedent(
+        """
+        import torch
+        model = torch.nn.Linear(3, 2)
+        inputs = torch.ones(1, 3)
+        def loss_fn(output):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu! (when checking argument for argument target in method "
+                               "wrapper_CUDA_nll_loss_forward)")
+        """
+    ),
+    # The same mistake in forward, for real: a tensor on `meta` meets one made on the CPU.
+    "device_forward": textwrap.dedent(
+        """
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(3, 2)
+            def forward(self, x):
+                return self.fc(x).to("meta") + torch.zeros(1, 2)
+        model = Net()
+        inputs = torch.ones(1, 3)
+        """
+    ),
 }
 
 GOOD_HEADER = {"format": "hooktui-trace", "version": 1, "info": {"model": "m", "modules": [], "loss": "l"}}
@@ -56,6 +83,8 @@ CASES = {
         "build_raises": "no such checkpoint",
         "inputs_raise": "data.pt missing",
         "not_a_module": "no model found",
+        "device_loss": "device=output.device",
+        "device_forward": "device=x.device",
     }.items()},
     "attr_missing": (("trace", "torch.nn:NoSuchModel", "--input-shape", "1,3"), "no attribute"),
     "module_missing": (("trace", "no_such_pkg_hooktui.models:Net", "--input-shape", "1,3"), "cannot import"),
@@ -186,7 +215,7 @@ def test_no_terminal_exits_2_at_once_pointing_to_trace(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["sample_models/cnn.py", "--json"], "--json goes with trace"),
+    (["sample_models/cnn.py", "--json"], "--json goes with trace and diff"),
     (["view", "t.jsonl", "--save", "x.jsonl"], "--save goes with trace"),
     (["trace", "sample_models/seed.py", "--rtol", "3"], "--rtol and --atol go with diff"),
 ])

@@ -17,6 +17,7 @@ from hooktui.engine.stats import HIST_BINS, StatsOptions, describe
 
 SMALL, LARGE = 7, 10_000  # LARGE is above the default snapshot_size: the moments path
 DEFER = StatsOptions(defer_host=True)  # the CUDA path, run on the CPU
+HOST = StatsOptions(defer_host=False)  # the CPU path, whatever HOOKTUI_DEVICE_PATH says
 
 
 def _with_nonfinite(n: int, dtype: torch.dtype) -> torch.Tensor:
@@ -206,8 +207,8 @@ def test_running_through_on_the_deferred_path_reads_nothing_back_until_the_end(m
 
 def test_past_the_snapshot_budget_the_oldest_firings_keep_their_stats_and_drop_their_values(monkeypatch):
     monkeypatch.setattr(lazy_stats, "SNAPSHOT_BUDGET_BYTES", 64 * 1024)  # room for ~16 of these
-    tensors = [torch.full((32, 32), float(i)) for i in range(40)]  # 4 KB each
-    records = [describe("x", t) for t in tensors]
+    tensors = [torch.full((32, 32), float(i)) for i in range(40)]  # 4 KB each on the host path
+    records = [describe("x", t, HOST) for t in tensors]
     oldest, newest = records[0], records[-1]
     assert oldest.values is None  # dropped: the values pane says "no values kept"
     assert oldest.stats.min == oldest.stats.max == 0.0 and oldest.stats.count == 1024

@@ -56,6 +56,8 @@ class ErrorScreen(ModalScreen[None]):
         if event.phase == "forward" and (event.module or event.module_type):
             where += f", in module {module_label(event.module)} ({event.module_type})"
         text.append(f"\n{where}", "")
+        for advice in event.notes[1:]:  # after the error itself: what to do (engine/device_errors.py)
+            text.append(f"\n{advice}", "bold yellow")
         if self.last is not None:
             text.append(f"\nlast firing before it: #{self.last.index} {self.last.hook} of {module_label(self.last.module)}", "dim")
         return text

@@ -1,0 +1,32 @@
+"""A model whose loss_fn makes its target on the CPU while the model is elsewhere (`meta`
+here, a GPU in real life): the app's error screen says it is a device mismatch and how to
+fix it, not only torch's text."""
+
+import torch
+from torch import nn
+
+from hooktui.engine.session import Session
+from hooktui.ui.app import HooktuiApp
+from hooktui.ui.screens.error import ErrorScreen
+from ui_helpers import paused_at, run, wait_for
+
+
+def test_error_screen_gives_the_device_fix():
+    model, x = nn.Linear(4, 3).to("meta"), torch.randn(2, 4).to("meta")
+    session = Session(model, x, lambda output: nn.functional.cross_entropy(output, torch.tensor([0, 2])))
+    app = HooktuiApp(session=session, show_timings=False)
+    shown = {}
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error screen")
+            shown["head"] = str(app.screen.query_one("#error-head").render())
+            await pilot.press("escape", "q")
+
+    run(script())
+    head = shown["head"]
+    assert "RuntimeError" in head
+    assert "device mismatch: a tensor on the CPU met the model's tensors on meta" in head
+    assert "device=output.device" in head
