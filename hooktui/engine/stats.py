@@ -176,15 +176,19 @@ def _snapshot(t: torch.Tensor, options: StatsOptions, kind: _Kind):
     if t.is_complex():
         t = t.abs()
         of = "abs"
-    approx = numel > options.max_exact
+    on_device = options.defer_host or t.device.type != "cpu"
+    # On a device the fused reduction reads every element in one pass (a sampled read would
+    # miss NaNs between its strides): exact there whatever the size. The CPU samples past max_exact.
+    approx = numel > options.max_exact and not on_device
     step = math.ceil(numel / options.max_exact) if approx else 1  # an evenly strided sample of max_exact
-    head = kind.heads.get((of, options.max_values, keep, options.max_exact))
+    key = (of, options.max_values, keep, options.max_exact, on_device)
+    head = kind.heads.get(key)
     if head is None:
         block_shape = leading_block_shape(shape, options.max_values) if keep else None
-        head = kind.heads[(of, options.max_values, keep, options.max_exact)] = lazy_stats.Head(
+        head = kind.heads[key] = lazy_stats.Head(
             count=numel, of=of, approx=approx, sampled=math.ceil(numel / step), wide=wide, shape=shape, block_shape=block_shape)
     block_shape = head.block_shape
-    if options.defer_host or t.device.type != "cpu":
+    if on_device:
         # Before any reshape: the device reduction reads a non-contiguous tensor through its strides.
         return lazy_stats.DeviceSnapshot.take(head, t, step, _block(t, block_shape) if keep else None, options.snapshot_size)
     flat = t.reshape(-1)
