@@ -40,6 +40,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -179,7 +180,12 @@ class Tracer:
         self._handles: list = []
         self._exit = ExitStack()
         self._node_hooks = NodeHooks()
-        self._stacks: dict[int, list[_Call]] = defaultdict(list)
+        # (thread, id(module)) -> its calls under way: a module's pre- and post-hooks run on
+        # the thread that calls it, and modules may run on several threads at once.
+        self._stacks: dict[tuple[int, int], list[_Call]] = defaultdict(list)
+        # (thread, id(module)) of the calls whose forward returned, until the hook that
+        # also runs when forward raises (`_raised_hook`) has seen them.
+        self._returned: set[tuple[int, int]] = set()
         # Calls whose outputs need grad: their backward firings are watched in every
         # backward that reaches them.
         self._calls: list[_Call] = []
@@ -188,8 +194,9 @@ class Tracer:
         self._double_backward: list[tuple[int, int]] = []
         self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
-        # (module, type, call, source) of the forward call an exception was raised in.
-        self.failed_call: tuple[str, str, int, SourceLocation | None] | None = None
+        # The exception a forward call raised, and that call's (module, type, call, source):
+        # the innermost one to raise it (`call_that_raised`).
+        self._raised: tuple[BaseException, tuple[str, str, int, SourceLocation | None]] | None = None
         # Module name -> index of its latest forward firing (param_grad firings link to it).
         self._last_forward: dict[str, int] = {}
         self._next_index = 0
@@ -201,12 +208,18 @@ class Tracer:
         # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
         # has imported it already (torch.compile does, as the model is built).
         compiled = "torch._dynamo" in sys.modules
-        pre_hook, post_hook = self._unwatched(self._pre_hook), self._unwatched(self._post_hook)
+        hooks = [self._unwatched(h) for h in (self._pre_hook, self._post_hook, self._raised_hook)]
         if compiled:
-            pre_hook, post_hook = torch.compiler.disable(pre_hook), torch.compiler.disable(post_hook)
+            hooks = [torch.compiler.disable(h) for h in hooks]
+        pre_hook, post_hook, raised_hook = hooks
         for _, module in self._walk.modules:
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
-            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
+            # PyTorch tells an always_call hook nothing about whether forward raised (and
+            # sys.exc_info() is also set for a call made inside an `except` block), so the
+            # ordinary hook marks the calls that returned; the always_call one, which runs
+            # right after it, or alone when forward raised, takes the others.
+            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(raised_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
@@ -258,7 +271,7 @@ class Tracer:
             inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
         )
         self._counts[name] += 1
-        self._stacks[id(module)].append(call)
+        self._stacks[(threading.get_ident(), id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
         describe = self.describe
@@ -284,17 +297,32 @@ class Tracer:
         call.in_key = (call.seq_start, next(self._tick))
         return None if new_kwargs is None else (args, new_kwargs)
 
+    def _raised_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        key = (threading.get_ident(), id(module))
+        if key in self._returned:
+            self._returned.discard(key)  # forward returned: `_post_hook` has taken the call
+            return
+        stack = self._stacks.get(key)
+        if not stack:
+            return
+        call = stack.pop()
+        # The exception reaches the innermost call first: the call it was raised in (a
+        # model may catch it and go on, so it is kept with the exception it belongs to).
+        exc = sys.exc_info()[1]
+        if exc is not None and (self._raised is None or self._raised[0] is not exc):
+            self._raised = (exc, (call.name, call.type, call.index, call.source))
+
+    def call_that_raised(self, exc: BaseException) -> tuple[str, str, int, SourceLocation | None] | None:
+        """(module, type, call, source) of the forward call `exc` was raised in, if any."""
+        return self._raised[1] if self._raised is not None and self._raised[0] is exc else None
+
     def _post_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any):
-        stack = self._stacks.get(id(module))
+        key = (threading.get_ident(), id(module))
+        self._returned.add(key)
+        stack = self._stacks.get(key)
         if not stack:
             return None
         call = stack.pop()
-        if sys.exc_info()[1] is not None:
-            # Called by always_call because forward raised. The exception reaches the
-            # innermost call first: that is the call it was raised in.
-            if self.failed_call is None:
-                self.failed_call = (call.name, call.type, call.index, call.source)
-            return None
 
         outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
         first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)

@@ -489,3 +489,52 @@ def test_a_hook_the_module_puts_on_its_own_output_runs_after_backward_pre():
     changed = [t for t in pre.tensors if t.extra]
     assert [t.name for t in changed] == ["grad_output[0] after the module's hooks"]
     assert torch.allclose(values(changed[0]), 10 * w.expand(2, 3))
+
+
+# Round 3 (issue 23) ------------------------------------------------------------------------------
+# 1. Code inside `except`: sys.exc_info() is set there, and says nothing about the call's forward.
+class NotYet(nn.Module):
+    def forward(self, h):
+        raise NotImplementedError("no fast path for this shape")
+
+
+class FallsBack(nn.Module):
+    """Tries a fast child, falls back to a slow one when it raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.fast = nn.Sequential(nn.Tanh(), NotYet())
+        self.slow = nn.Linear(3, 2)
+
+    def forward(self, x):
+        h = self.fc(x)
+        try:
+            return self.fast(h)
+        except NotImplementedError:
+            return self.slow(h)
+
+
+def test_a_child_called_in_an_except_block_after_another_raised_fires_like_pytorch():
+    events = assert_same_as_pytorch(seeded(FallsBack), randn(2, 3, requires_grad=True))
+    assert [e.hook for e in events if e.module == "slow"] == ["forward_pre", "forward", "backward_pre", "backward"]
+    assert [e.hook for e in events if e.module == "fast.1"] == ["forward_pre"]  # it raised: no forward firing
+
+
+def test_record_called_inside_an_except_handler_fires_like_pytorch():
+    try:
+        raise ValueError("the step that just failed")
+    except ValueError:
+        events = assert_same_as_pytorch(seeded(Small), randn(2, 3, requires_grad=True))
+        assert [e.hook for e in events if e.module == "fc1"] == ["forward_pre", "forward", "backward_pre", "backward"]
+
+
+class FailsLater(FallsBack):
+    def forward(self, x):
+        return self.slow(super().forward(x)[:, :1].expand(2, 3)) / 0 + self.fc.weight.t()
+
+
+def test_a_caught_exception_is_not_blamed_for_a_later_one():
+    trace = hooktui.record(seeded(FailsLater)(), randn(2, 3)())
+    assert trace.failed and trace.events[-1].hook == "error"
+    assert trace.events[-1].module == ""  # the root's forward raised it, not fast.1 (its exception was caught)
