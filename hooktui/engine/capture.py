@@ -101,6 +101,10 @@ class _Call:
     input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
     # The same tensor passed again: arg index -> index of its first occurrence.
     duplicates: dict[int, int] = field(default_factory=dict)
+    # Tensor hooks on each input needing grad when the call starts (arg index -> count), and
+    # the inputs the module put a hook on inside forward (`x.register_hook(...)`).
+    input_hook_counts: dict[int, int] = field(default_factory=dict)
+    hooked_inputs: tuple[int, ...] = ()
     seq_start: int = 0
     seq_end: int = 0
     slots: list[OutputSlot] = field(default_factory=list)
@@ -131,6 +135,8 @@ class _Pass:
     merged_uses: list[str] = field(default_factory=list)
     # Slot -> its gradient after the tensor hooks the module put on that output.
     after_hooks: dict[int, Any] = field(default_factory=dict)
+    # Inputs the module hooked inside forward whose grad_input is before those hooks.
+    before_input_hooks: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -291,6 +297,7 @@ class Tracer:
                     call.duplicates[i] = first
                     continue
                 call.input_edges[i] = edge
+                call.input_hook_counts[i] = _hook_count(arg)
         new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
@@ -323,6 +330,8 @@ class Tracer:
         if not stack:
             return None
         call = stack.pop()
+        if call.input_hook_counts:
+            call.hooked_inputs = tuple(i for i, n in call.input_hook_counts.items() if _hook_count(args[i]) > n)
 
         outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
         first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
@@ -440,7 +449,17 @@ class Tracer:
             return  # no output of this call reaches this backward
         inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
         for i, (node, nr) in call.input_edges.items():
-            for consumer, position in consumers.get((id(node), nr), []):
+            users = consumers.get((id(node), nr), [])
+            if i in call.hooked_inputs:
+                # The module hooked this input inside forward. PyTorch's hook sees its share
+                # after that hook (the module's input is a tensor of its own there). Here the
+                # hook is on the caller's tensor: when every use is inside the call, what
+                # reaches the input's node, after tensor hooks, is that share.
+                if users and all(_in_call(c, call) for c, _ in users):
+                    inputs.watch(node, i, nr)
+                    continue
+                state.before_input_hooks.append(i)
+            for consumer, position in users:
                 if _in_call(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
@@ -558,6 +577,12 @@ class Tracer:
                 tensors.append(stats.missing(name, "this input does not require grad", target=target))
             live[name] = grad
         notes = self._notes(state)
+        for i in state.before_input_hooks:
+            notes.append(
+                f"grad_input[{i}] is before the gradient hook this module put on args[{i}] inside forward (PyTorch's "
+                "hook sees it after): that input is also used outside the call, and hooktui cannot apply the hook to "
+                "this call's share alone"
+            )
         if early:
             notes.append(
                 "fired early, right after backward_pre and before the backward of this module's children: "
@@ -694,6 +719,11 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
         return node, tensor.output_nr
     edge = get_gradient_edge(tensor)
     return edge.node, edge.output_nr
+
+
+def _hook_count(tensor: torch.Tensor) -> int:
+    hooks = tensor._backward_hooks
+    return 0 if hooks is None else len(hooks)
 
 
 def _after_the_run(_event: Event, _live: LiveFiring) -> None:

@@ -538,3 +538,56 @@ def test_a_caught_exception_is_not_blamed_for_a_later_one():
     trace = hooktui.record(seeded(FailsLater)(), randn(2, 3)())
     assert trace.failed and trace.events[-1].hook == "error"
     assert trace.events[-1].module == ""  # the root's forward raised it, not fast.1 (its exception was caught)
+
+
+# 3. A module that hooks its own input inside forward: PyTorch's grad_input is after that hook.
+class HalvesItsInputGrad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        x.register_hook(lambda g: g * 0.5)
+        return torch.tanh(self.fc(x)) + x
+
+
+class HookedInputParent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Linear(3, 3)
+        self.inner = HalvesItsInputGrad()
+        self.out = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.out(self.inner(self.pre(x)))
+
+
+@pytest.mark.parametrize("leaf", [False, True], ids=["made-by-a-layer", "leaf-input"])
+def test_grad_input_is_after_a_hook_the_module_put_on_its_input(leaf):
+    def build():
+        torch.manual_seed(0)
+        return HookedInputParent() if not leaf else HalvesItsInputGrad()
+
+    events = assert_same_as_pytorch(build, randn(2, 3, requires_grad=True))
+    name = "inner" if not leaf else ""
+    plain, _ = plain_firings(build(), (randn(2, 3, requires_grad=True)(),))
+    before = firing(events, "backward_pre", name)  # grad_output, then the module's own math
+    fc_input = next(f for f in plain if f.hook == "backward" and f.module == ("inner.fc" if not leaf else "fc")).tensors[0]
+    # Independently: half of (the share through fc + the identity's share).
+    assert torch.allclose(values(firing(events, "backward", name).tensors[0]), 0.5 * (fc_input + values(before.tensors[0])), atol=1e-6)
+
+
+class HookedInputUsedOutside(HookedInputParent):
+    def forward(self, x):
+        h = self.pre(x)
+        return self.out(self.inner(h)) + h.sum()
+
+
+def test_a_hooked_input_also_used_outside_says_its_grad_input_is_before_the_hook():
+    model = seeded(HookedInputUsedOutside)()
+    events = record_all(model, randn(2, 3)()).events
+    plain, _ = plain_firings(seeded(HookedInputUsedOutside)(), (randn(2, 3)(),))
+    want = next(f for f in plain if f.hook == "backward" and f.module == "inner").tensors[0]
+    got = firing(events, "backward", "inner")
+    assert torch.allclose(values(got.tensors[0]), 2 * want, atol=1e-6)  # before the halving hook
+    assert any("before the gradient hook this module put on args[0]" in n for n in got.notes)
