@@ -53,6 +53,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from . import backward_calls, collector, hunt, nodes, stats
 from .call_outputs import OutputSlot, output_slots
+from .grad_origins import GradOrigins
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
 from .naming import call_tensors, indexed, named_tensors
@@ -196,8 +197,8 @@ class Tracer:
         # backward that reaches them.
         self._calls: list[_Call] = []
         self._backwards: list[_Backward] = []
-        # Sequence numbers of the nodes made by backward passes with create_graph=True.
-        self._double_backward: list[tuple[int, int]] = []
+        # The nodes made by backward passes with create_graph=True, and their forward ops.
+        self._origins = GradOrigins()
         self._tick = itertools.count()
         self._counts: dict[str, int] = defaultdict(int)
         # The exception a forward call raised, and that call's (module, type, call, source):
@@ -372,20 +373,21 @@ class Tracer:
                 self._param_grads.note_bad_grads(self.model)
         current = _Backward(kind)
         self._backwards.append(current)
-        start = torch._C._autograd._get_sequence_nr()
         nodes.backward_started()
+        if create_graph:
+            self._origins.begin()
         try:
             with collector.paused_then_frozen():
-                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
+                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph, create_graph)
             yield
             self._release(None)
         finally:
             nodes.backward_ended()
             self._backwards.remove(current)
             if create_graph:
-                self._double_backward.append((start, torch._C._autograd._get_sequence_nr()))
+                self._origins.end()
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -413,8 +415,16 @@ class Tracer:
             nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
             release(_seq(n))
 
+        origins = self._origins
+
+        def building(n) -> None:
+            origins.node_starts(n)  # what its backward builds belongs to it (grad_origins.py)
+            release(_seq(n))
+
         for node in graph:
-            if keep_graph:
+            if create_graph:
+                hook = lambda _grads, n=node: building(n)  # noqa: E731
+            elif keep_graph:
                 hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
             else:
                 hook = lambda grads, n=node: starting(grads, n)  # noqa: E731
@@ -430,12 +440,13 @@ class Tracer:
                 continue
             node, nr = slot.edge
             users = consumers.get((id(node), nr), [])
-            callers = [(c, p) for c, p in users if _seq(c) >= call.seq_end and not self._made_by_double_backward(c)]
+            # Also a node a create_graph backward built from what an op after the call saved.
+            callers = [(c, p) for c, p in users if self._after(c, call)]
             if not slot.before_hooks and len(callers) == len(users):
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
-            # Also used inside the call, or by a double-backward node (create_graph) that
-            # reads the tensor saved inside an op, never the returned one: only the caller's uses.
+            # Also used inside the call (or by a node a create_graph backward built from a
+            # tensor saved inside it, never the returned one): only the caller's uses.
             if slot.passthrough is not None and len(callers) > 1:
                 state.merged_uses.append(slot.name)
             for consumer, position in callers:
@@ -455,18 +466,24 @@ class Tracer:
                 # after that hook (the module's input is a tensor of its own there). Here the
                 # hook is on the caller's tensor: when every use is inside the call, what
                 # reaches the input's node, after tensor hooks, is that share.
-                if users and all(_in_call(c, call) for c, _ in users):
+                if users and all(self._inside(c, call) for c, _ in users):
                     inputs.watch(node, i, nr)
                     continue
                 state.before_input_hooks.append(i)
             for consumer, position in users:
-                if _in_call(consumer, call):
+                if self._inside(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
 
-    def _made_by_double_backward(self, node) -> bool:
-        seq = _seq(node)
-        return any(start <= seq < end for start, end in self._double_backward)
+    def _inside(self, node, call: _Call) -> bool:
+        """Made during the call, or built by a create_graph backward of a node made during
+        it (from a tensor saved inside the call: PyTorch's wrapped input)."""
+        seq = self._origins.origin(_seq(node))
+        return seq is not None and call.seq_start <= seq < call.seq_end
+
+    def _after(self, node, call: _Call) -> bool:
+        seq = self._origins.origin(_seq(node))
+        return seq is not None and seq >= call.seq_end
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
@@ -764,10 +781,6 @@ def _creation_notes(tensors: list[tuple[str, torch.Tensor]], records: list[Tenso
 
 def _is_compiled_wrapper(module: nn.Module) -> bool:
     return type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod")
-
-
-def _in_call(node, call: _Call) -> bool:
-    return call.seq_start <= _seq(node) < call.seq_end
 
 
 _seq = nodes.seq_of

@@ -591,3 +591,88 @@ def test_a_hooked_input_also_used_outside_says_its_grad_input_is_before_the_hook
     got = firing(events, "backward", "inner")
     assert torch.allclose(values(got.tensors[0]), 2 * want, atol=1e-6)  # before the halving hook
     assert any("before the gradient hook this module put on args[0]" in n for n in got.notes)
+
+
+# 2. Second-order gradients: a node a create_graph backward builds reads a tensor some op
+# saved; PyTorch's wrappers route it into the module that op belongs to.
+class Residual(nn.Module):
+    """A PINN: the loss is the residual u'' + u, both derivatives taken in forward."""
+
+    def __init__(self, act):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(1, 6), act(), nn.Linear(6, 6), act(), nn.Linear(6, 1))
+
+    def forward(self, x):
+        u = self.net(x)
+        (du,) = torch.autograd.grad(u.sum(), x, create_graph=True)
+        (d2u,) = torch.autograd.grad(du.sum(), x, create_graph=True)
+        return (d2u + u).pow(2).mean()
+
+
+def points():
+    return torch.rand(5, 1, generator=torch.Generator().manual_seed(1), dtype=torch.float64).requires_grad_()
+
+
+@pytest.mark.parametrize("act", [nn.SiLU, nn.GELU, nn.Softplus, nn.Tanh], ids=lambda a: a.__name__)
+def test_pinn_residual_second_derivatives_fire_like_pytorch(act):
+    def build():
+        torch.manual_seed(0)
+        return Residual(act).double()
+
+    events = assert_same_as_pytorch(build, points, lambda loss: loss)
+    # Three backwards reach the activations: two in forward, the main one.
+    assert [e.phase for e in events if e.module == "net.1" and e.hook == "backward"] == ["forward", "forward", "backward"]
+
+
+class MAML(nn.Module):
+    """One inner SGD step taken in forward; the outer loss flows through the inner gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 1))
+
+    def forward(self, support, query):
+        inner = (self.net(support) - 1).pow(2).mean()
+        grads = torch.autograd.grad(inner, list(self.net.parameters()), create_graph=True)
+        fast = {name: p - 0.4 * g for (name, p), g in zip(self.net.named_parameters(), grads)}
+        return torch.func.functional_call(self.net, fast, (query,))
+
+
+def test_maml_outer_gradient_through_the_inner_step_matches_pytorch():
+    def inputs():
+        g = torch.Generator().manual_seed(1)
+        return torch.randn(3, 2, generator=g, dtype=torch.float64), torch.randn(3, 2, generator=g, dtype=torch.float64)
+
+    def build():
+        torch.manual_seed(0)
+        return MAML().double()
+
+    events = assert_same_as_pytorch(build, inputs)
+    # The first call of net.2 (the inner step) gets the outer gradient through its saved input.
+    outer = [e for e in events if e.module == "net.2" and e.call == 0 and e.hook == "backward" and e.phase == "backward"]
+    assert len(outer) == 1 and outer[0].tensors[0].stats.max != 0
+
+
+class GradientPenalty(nn.Module):
+    """WGAN-GP: the critic's gradient at an interpolate, penalised, all in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.critic = nn.Sequential(nn.Linear(3, 5), nn.LeakyReLU(0.2), nn.Linear(5, 1))
+
+    def forward(self, real, fake):
+        a = torch.full((real.shape[0], 1), 0.3)
+        mixed = (a * real + (1 - a) * fake).requires_grad_(True)
+        (g,) = torch.autograd.grad(self.critic(mixed).sum(), mixed, create_graph=True)
+        penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+        return self.critic(fake).mean() - self.critic(real).mean() + 10 * penalty
+
+
+def test_wgan_gp_penalty_in_forward_fires_the_critics_outer_backward():
+    def inputs():
+        g = torch.Generator().manual_seed(1)
+        return torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g).requires_grad_()
+
+    events = assert_same_as_pytorch(seeded(GradientPenalty), inputs, lambda loss: loss)
+    first = [e.hook for e in events if e.module == "critic.0" and e.call == 0 and e.phase == "backward"]
+    assert first == ["backward_pre", "backward"]
