@@ -51,7 +51,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, stats
+from . import backward_calls, collector, hunt, nodes, stats, thread_calls
 from .call_outputs import OutputSlot, output_slots
 from .grad_origins import GradOrigins
 from .legacy import LegacyHooks
@@ -117,6 +117,9 @@ class _Call:
     # (sequence number when it would be created, creation order).
     in_key: tuple[int, int] = (0, 0)
     out_key: tuple[int, int] = (0, 0)
+    thread: int = 0
+    # ids of its own nodes, for a call made on another thread than the run's (thread_calls.py).
+    own: set[int] | None = None
 
     @property
     def output_edges(self) -> list[tuple[int, Any, int]]:
@@ -138,6 +141,9 @@ class _Pass:
     after_hooks: dict[int, Any] = field(default_factory=dict)
     # Inputs the module hooked inside forward whose grad_input is before those hooks.
     before_input_hooks: list[int] = field(default_factory=list)
+    # Slots whose uses inside the call were told from those after it by sequence number
+    # alone, in a run where modules were also called on worker threads.
+    by_number: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -200,6 +206,13 @@ class Tracer:
         # The nodes made by backward passes with create_graph=True, and their forward ops.
         self._origins = GradOrigins()
         self._tick = itertools.count()
+        # The thread the run started on, and the calls made on others by their nodes' ids.
+        self._home = threading.get_ident()
+        self._foreign: dict[int, _Call] = {}
+        # Firings from several threads get distinct indexes, emitted in index order.
+        self._firing = threading.RLock()
+        # The run thread's sequence counter at its latest module hook.
+        self._home_seq = 0
         self._counts: dict[str, int] = defaultdict(int)
         # The exception a forward call raised, and that call's (module, type, call, source):
         # the innermost one to raise it (`call_that_raised`).
@@ -230,6 +243,7 @@ class Tracer:
         if self._param_grads is not None:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
+        self._home = threading.get_ident()
 
     def _unwatched(self, hook: Callable) -> Callable:
         """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
@@ -255,19 +269,31 @@ class Tracer:
         self._node_hooks.remove()
         self._stacks.clear()
         self._calls.clear()
+        self._foreign.clear()
         self._backwards.clear()
         # The tracer's helpers point back at it (a cycle only the collector frees): drop
         # the session (and its trace) from it, so they are freed as soon as they are dropped.
         self.emit = _after_the_run
 
     def next_index(self) -> int:
-        index = self._next_index
-        self._next_index += 1
-        return index
+        with self._firing:
+            index = self._next_index
+            self._next_index += 1
+            return index
+
+    def _queue_seq(self, call: _Call, seq: int) -> int:
+        """Where the call's wrapper would sit in the engine's queue, by the run thread's
+        counter: a call on another thread counts as made when the run thread last made one,
+        so that the calls that consume its outputs come after it (thread_calls.py)."""
+        if call.thread == self._home:
+            self._home_seq = seq
+            return seq
+        return self._home_seq
 
     # -- forward -----------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
         name, type_name = self._module_facts[id(module)]
+        thread = threading.get_ident()
         call = _Call(
             module=module,
             name=name,
@@ -276,9 +302,10 @@ class Tracer:
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
             inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            thread=thread,
         )
         self._counts[name] += 1
-        self._stacks[(threading.get_ident(), id(module))].append(call)
+        self._stacks[(thread, id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
         describe = self.describe
@@ -302,7 +329,7 @@ class Tracer:
         new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
-        call.in_key = (call.seq_start, next(self._tick))
+        call.in_key = (self._queue_seq(call, call.seq_start), next(self._tick))
         return None if new_kwargs is None else (args, new_kwargs)
 
     def _raised_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
@@ -350,8 +377,12 @@ class Tracer:
         if any(slot.edge is not None for slot in slots):
             call.slots = slots
             call.seq_end = torch._C._autograd._get_sequence_nr()
-            call.out_key = (call.seq_end, next(self._tick))
+            call.out_key = (self._queue_seq(call, call.seq_end), next(self._tick))
             self._calls.append(call)
+            if call.thread != self._home:
+                call.own = thread_calls.own_nodes(call.output_edges, call.input_edges, call.seq_start)
+                for node_id in call.own:
+                    self._foreign.setdefault(node_id, call)  # the innermost call: children end first
             if self._legacy is not None:
                 self._legacy.watch(call, outputs)
         return None if returned is output else returned
@@ -442,6 +473,10 @@ class Tracer:
             users = consumers.get((id(node), nr), [])
             # Also a node a create_graph backward built from what an op after the call saved.
             callers = [(c, p) for c, p in users if self._after(c, call)]
+            if self._foreign and call.own is None and len(callers) < len(users) and slot.name not in state.by_number:
+                # Worker threads number their nodes from counters of their own: one made
+                # there outside any module call can look made inside this call.
+                state.by_number.append(slot.name)
             if not slot.before_hooks and len(callers) == len(users):
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
@@ -478,12 +513,23 @@ class Tracer:
     def _inside(self, node, call: _Call) -> bool:
         """Made during the call, or built by a create_graph backward of a node made during
         it (from a tensor saved inside the call: PyTorch's wrapped input)."""
-        seq = self._origins.origin(_seq(node))
-        return seq is not None and call.seq_start <= seq < call.seq_end
+        return self._placed(node, call) is True
 
     def _after(self, node, call: _Call) -> bool:
+        """For a consumer of the call's output: a use of the returned value (every consumer
+        was made during the call or after it)."""
+        return self._placed(node, call) is False
+
+    def _placed(self, node, call: _Call) -> bool | None:
+        """Whether `node` belongs to the call; None for a node a create_graph backward built
+        from nothing hooktui can place."""
+        if call.own is not None:
+            return id(node) in call.own
+        other = self._foreign.get(id(node))
+        if other is not None:  # made on another thread: by the calls' order
+            return call.in_key[1] < other.in_key[1] and other.out_key[1] < call.out_key[1]
         seq = self._origins.origin(_seq(node))
-        return seq is not None and seq >= call.seq_end
+        return None if seq is None else call.seq_start <= seq < call.seq_end
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
@@ -620,6 +666,12 @@ class Tracer:
                 "torch.compile's wrapper (OptimizedModule): PyTorch fires its backward pre-hook but never its "
                 "full backward hook, so this call has no backward firing; see _orig_mod's"
             )
+        for name in state.by_number:
+            notes.append(
+                f"{name} leaves out uses of that output judged to be inside this call by their autograd sequence "
+                "number; modules of this run were called on other threads, whose numbers can coincide (a use made "
+                "on a worker thread outside any module call may have been left out)"
+            )
         for name in state.merged_uses:
             notes.append(
                 f"{name} is an input returned unchanged, used more than once after this call: it sums every later use "
@@ -693,6 +745,10 @@ class Tracer:
     def fire_event(self, *, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], live: dict, node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
                    scope: dict | None = None) -> int:
+        with self._firing:
+            return self._fire_event(hook, module, call, tensors, live, node, source, forward_index, notes, call_state, scope)
+
+    def _fire_event(self, hook, module, call, tensors, live, node, source, forward_index, notes, call_state, scope) -> int:
         name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
         index = self._next_index
         self._next_index = index + 1

@@ -6,6 +6,7 @@ hand from the model's arithmetic.
 """
 
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,7 +14,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import hooktui
-from plain_hooks import assert_same_as_pytorch, hooks_left, plain_firings, randn, record_all, seeded
+from plain_hooks import (
+    MODULE_HOOKS, assert_record_matches, assert_same_as_pytorch, engine_firings, hooks_left, plain_firings, randn, record_all, seeded,
+)
 
 
 def firing(events, hook, module, call=0):
@@ -676,3 +679,41 @@ def test_wgan_gp_penalty_in_forward_fires_the_critics_outer_backward():
     events = assert_same_as_pytorch(seeded(GradientPenalty), inputs, lambda loss: loss)
     first = [e.hook for e in events if e.module == "critic.0" and e.call == 0 and e.phase == "backward"]
     assert first == ["backward_pre", "backward"]
+
+
+# 4. Modules called on worker threads. Their autograd nodes are numbered by their own
+# thread's counter; the order of the branches varies from run to run (in PyTorch too), so
+# the firings are compared as a set, and the order where it is fixed (a branch's backward
+# before the backward_pre of the layer that fed it).
+class ThreadedBranches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(3, 4)
+        self.branches = nn.ModuleList([nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(3)])
+        self.head = nn.Linear(12, 1)
+
+    def forward(self, x):
+        h = self.stem(x)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(3) as pool:
+            outs = list(pool.map(lambda branch: branch(h), self.branches[:2]))
+            outs.append(pool.submit(self.branches[2], h * 2).result())
+        return self.head(torch.cat(outs, -1))
+
+
+def test_modules_called_on_worker_threads_fire_like_pytorch_in_any_order():
+    for _ in range(3):  # threads interleave differently from run to run
+        plain, _ = plain_firings(seeded(ThreadedBranches)(), (randn(2, 3, requires_grad=True)(),))
+        events = [e for e in record_all(seeded(ThreadedBranches)(), randn(2, 3, requires_grad=True)()).events if e.hook in MODULE_HOOKS]
+        assert sorted(f.key() for f in plain) == sorted(engine_firings(SimpleNamespace(events=events)))
+        by_key = {(e.hook, e.module, e.call): e for e in events}
+        for f in plain:
+            for record, tensor in zip(by_key[(f.hook, f.module, f.call)].tensors, f.tensors):
+                assert_record_matches(record, tensor)
+        order = [(e.hook, e.module) for e in events]
+        for i in range(3):
+            assert order.index(("backward", f"branches.{i}")) < order.index(("backward_pre", "stem"))
+            assert order.index(("backward_pre", f"branches.{i}")) > order.index(("backward", "head"))
+        every = record_all(seeded(ThreadedBranches)(), randn(2, 3)()).events
+        assert [e.index for e in every] == list(range(len(every)))  # one index each, in order
