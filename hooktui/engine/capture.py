@@ -153,6 +153,10 @@ class _Backward:
     kind: str
     # Armed firings: (-seq, -tick, n, fire), so the newest wrapper pops first.
     armed: list = field(default_factory=list)
+    # ids of the nodes of its graph, and the calls none of whose outputs is in it.
+    seen: set[int] = field(default_factory=set)
+    unreached: list[_Call] = field(default_factory=list)
+    note: str | None = None
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -438,8 +442,11 @@ class Tracer:
                     seen.add(id(nxt))
                     frontier.append(nxt)
                     graph.append(nxt)
+        current = self._backwards[-1]
+        current.seen, current.note = seen, note
         for call in self._calls:
-            self._watch_call(_Pass(call, note), consumers, seen)
+            if not self._watch_call(_Pass(call, note), consumers, seen):
+                current.unreached.append(call)
         release = self._release
 
         def starting(_grads, n) -> None:
@@ -463,7 +470,9 @@ class Tracer:
         if self.hunting:
             self._node_watch.watch(graph)
 
-    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> None:
+    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> bool:
+        """Watch the call's gradients in this backward; False when none of its outputs is
+        in its graph."""
         call = state.call
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
         for k, slot in enumerate(call.slots):
@@ -492,7 +501,7 @@ class Tracer:
                 # What arrives at the node after the module's own hooks on this output.
                 self._node_hooks.add(node, False, lambda grads, k=k, nr=nr, s=state: s.after_hooks.__setitem__(k, grads[nr]))
         if not outputs.nodes:
-            return  # no output of this call reaches this backward
+            return False  # no output of this call reaches this backward
         inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
         for i, (node, nr) in call.input_edges.items():
             users = consumers.get((id(node), nr), [])
@@ -509,6 +518,7 @@ class Tracer:
                 if self._inside(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
+        return True
 
     def _inside(self, node, call: _Call) -> bool:
         """Made during the call, or built by a create_graph backward of a node made during
@@ -612,6 +622,7 @@ class Tracer:
                 grads[i] = grad if grads[i] is None else grads[i] + grad
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
+        unreached_inputs = []
         for i in range(call.n_args):
             name, target = indexed("grad_input", i), indexed("args", i)
             meta = call.inputs.get(i)
@@ -634,6 +645,8 @@ class Tracer:
             elif any_grad:
                 # PyTorch's full backward hook passes zeros here (of the input's dtype), not None.
                 why = "this input does not require grad" if not meta.requires_grad else "no gradient flowed to this input through this call"
+                if meta.requires_grad and i in call.input_edges:
+                    unreached_inputs.append(i)
                 grad = torch.zeros((), dtype=meta.dtype, device=meta.device).expand(meta.shape)
                 tensors.append(self.describe(name, grad, target=target, note=f"zeros: {why} (PyTorch's full backward hook passes zeros)"))
             else:
@@ -657,6 +670,41 @@ class Tracer:
         # Fired: the grad_outputs kept for it go (not None: backward_pre has fired), as
         # PyTorch's BackwardHook lets go of them once its hook has run.
         state.grad_outputs = []
+        if unreached_inputs and not early:
+            self._zeros_upstream(call, unreached_inputs)
+
+    def _zeros_upstream(self, call: _Call, inputs: list[int]) -> None:
+        """Inputs of `call` that need grad but got none through it (used only where no
+        gradient flows: `mask = y > 0`). PyTorch's input wrapper still passes zeros on for
+        them, which runs the backward of everything they came from, with zeros, where this
+        backward does not reach it otherwise: the calls there fire, as here."""
+        if not self._backwards:
+            return
+        current = self._backwards[-1]
+        region: set[int] = set()
+        frontier = [call.input_edges[i][0] for i in inputs]
+        while frontier:
+            node = frontier.pop()
+            if node is None or id(node) in current.seen or id(node) in region:
+                continue
+            region.add(id(node))
+            frontier.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+        if not region:
+            return
+        current.seen |= region  # zeros reach each of them once
+        why = (f"zeros: the outputs it returned reach the loss only through an input of {call.name or 'the root'} "
+               "used without a gradient (a comparison, a mask); PyTorch's input wrapper passes zeros on for it, "
+               "so its hooks fire")
+        note = why if current.note is None else f"{current.note}; {why}"
+        for other in list(current.unreached):
+            hit = {k for k, slot in enumerate(other.slots) if slot.edge is not None and not slot.extra and id(slot.edge[0]) in region}
+            if not hit:
+                continue
+            current.unreached.remove(other)
+            state = _Pass(other, note)
+            self._on_grad_output(state, [slot.zeros() if k in hit else None for k, slot in enumerate(other.slots)])
+            if other.input_edges:
+                self._on_grad_input(state, [None] * other.n_args, [])
 
     @staticmethod
     def _notes(state: _Pass) -> list[str]:

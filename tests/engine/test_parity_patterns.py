@@ -717,3 +717,37 @@ def test_modules_called_on_worker_threads_fire_like_pytorch_in_any_order():
             assert order.index(("backward_pre", f"branches.{i}")) > order.index(("backward", "head"))
         every = record_all(seeded(ThreadedBranches)(), randn(2, 3)()).events
         assert [e.index for e in every] == list(range(len(every)))  # one index each, in order
+
+
+# 5. An input used only without a gradient (a mask): PyTorch's input wrapper passes zeros on
+# for it, so the module that made it fires, with zeros.
+class Masked(nn.Module):
+    def forward(self, x, y):
+        return x * (y > 0)
+
+
+class MaskedParent(nn.Module):
+    def __init__(self, feed_gate):
+        super().__init__()
+        self.feed_gate = feed_gate
+        self.stem = nn.Linear(3, 3)
+        self.value = nn.Linear(3, 3)
+        self.gate = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+        self.masked = Masked()
+
+    def forward(self, x):
+        h = self.stem(x)
+        return self.masked(self.value(h), self.gate(h if self.feed_gate else x))
+
+
+@pytest.mark.parametrize("feed_gate", [True, False], ids=["gate-input-needs-grad", "gate-fed-plain-data"])
+def test_a_module_whose_output_is_only_a_mask_fires_with_zeros(feed_gate):
+    events = assert_same_as_pytorch(seeded(MaskedParent, feed_gate), randn(2, 3))
+    pre = firing(events, "backward_pre", "gate")
+    assert torch.equal(values(pre.tensors[0]), torch.zeros(2, 3))
+    assert any("used without a gradient" in note for note in pre.notes)
+    grad_input = firing(events, "backward", "gate.0").tensors[0]
+    if feed_gate:
+        assert torch.equal(values(grad_input), torch.zeros(2, 3))
+    else:
+        assert grad_input.shape is None  # its input needs no grad: None, fired early
