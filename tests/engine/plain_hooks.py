@@ -308,6 +308,8 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
             assert_record_matches(record, tensor)
 
     nodes = plain_grad_fns((build_plain or build)(), args, kwargs)
+    if ignore is not None:
+        nodes = {k: v for k, v in nodes.items() if not ignore("forward", k[0])}
     forward = {(e.module, e.call): e for e in trace.events if e.hook == "forward"}
     # Calls made during backward (activation checkpointing recomputes) have no twin in a
     # plain forward.

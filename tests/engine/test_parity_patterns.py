@@ -751,3 +751,57 @@ def test_a_module_whose_output_is_only_a_mask_fires_with_zeros(feed_gate):
         assert torch.equal(values(grad_input), torch.zeros(2, 3))
     else:
         assert grad_input.shape is None  # its input needs no grad: None, fired early
+
+
+# 6. torch.vmap / torch.func over a module call: the hooks see wrappers that die with the
+# transform; the records hold the values under them (every sample), and say so.
+class VmappedChild(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 2)
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x):
+        return self.head(torch.vmap(self.net)(x))
+
+
+def test_a_vmapped_child_records_every_sample_and_the_rest_fires_like_pytorch():
+    events = assert_same_as_pytorch(seeded(VmappedChild), randn(4, 3), ignore=lambda hook, module: module == "net")
+    trace = record_all(seeded(VmappedChild)(), randn(4, 3)())
+    assert all(e.to_dict() for e in trace.events)  # nothing escaped the transform
+    forward = firing(trace.events, "forward", "net")
+    x, net = randn(4, 3)(), seeded(VmappedChild)().net
+    assert forward.tensors[0].shape == [4, 3] and torch.allclose(values(forward.tensors[0]), x)
+    assert torch.allclose(values(forward.tensors[1]), net(x).detach(), atol=1e-6)
+    assert "the hook sees one sample, shape [3]" in forward.tensors[0].note
+    assert firing(events, "backward", "head").tensors[0].shape == [4, 2]
+
+
+class PerSampleGrads(nn.Module):
+    """Per-sample gradient norms (torch.func.grad under vmap) as a regulariser."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+        self.head = nn.Linear(3, 1)
+
+    def forward(self, x):
+        params = {k: v.detach() for k, v in self.body.named_parameters()}
+
+        def loss_one(p, xi):
+            return torch.func.functional_call(self.body, p, (xi.unsqueeze(0),)).pow(2).sum()
+
+        g = torch.vmap(torch.func.grad(loss_one), in_dims=(None, 0))(params, x)
+        return self.head(x).sum() + g["0.weight"].pow(2).sum()
+
+
+def test_per_sample_gradients_under_vmap_and_grad_are_recorded_unwrapped():
+    trace = record_all(seeded(PerSampleGrads)(), randn(4, 3)())
+    assert not trace.failed, trace.error
+    assert all(e.to_dict() for e in trace.events)
+    body = seeded(PerSampleGrads)().body
+    out = body(randn(4, 3)()).detach()
+    pre = firing(trace.events, "backward_pre", "body.1")
+    assert pre.tensors[0].shape == [4, 1, 2]  # 4 samples of the [1, 2] the hook sees
+    assert torch.allclose(values(pre.tensors[0]).reshape(4, 2), 2 * out, atol=1e-6)  # d(out^2)/d out
+    assert "gradient transform" in pre.tensors[0].note
