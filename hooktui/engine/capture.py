@@ -51,7 +51,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, stats, thread_calls
+from . import backward_calls, collector, hunt, nodes, scripted, stats, thread_calls
 from .call_outputs import OutputSlot, output_slots
 from .grad_origins import GradOrigins
 from .legacy import LegacyHooks
@@ -223,6 +223,8 @@ class Tracer:
         self._raised: tuple[BaseException, tuple[str, str, int, SourceLocation | None]] | None = None
         # Module name -> index of its latest forward firing (param_grad firings link to it).
         self._last_forward: dict[str, int] = {}
+        # Module name -> notes on the TorchScript children it holds (scripted.py).
+        self._scripted_notes: dict[str, list[str]] = {}
         self._next_index = 0
 
     # -- install / remove --------------------------------------------------------
@@ -236,7 +238,10 @@ class Tracer:
         if compiled:
             hooks = [torch.compiler.disable(h) for h in hooks]
         pre_hook, post_hook, raised_hook = hooks
+        self._scripted_notes = scripted.notes_by_parent(self._walk.modules)
         for _, module in self._walk.modules:
+            if scripted.is_scripted(module):
+                continue  # PyTorch refuses hooks there (scripted.py)
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             # PyTorch tells an always_call hook nothing about whether forward raised (and
             # sys.exc_info() is also set for a call made inside an `except` block), so the
@@ -372,6 +377,8 @@ class Tracer:
         describe = self.describe
         records = [describe(n, t) for n, t in tensors]
         notes = _creation_notes(tensors, records) if self.hunting else None
+        if call.name in self._scripted_notes:
+            notes = (notes or []) + self._scripted_notes[call.name]
         call.forward_index = self.fire_call(call, "forward", records, dict(tensors), node=first_node, notes=notes,
                                             scope={"args": args, "kwargs": kwargs, "output": output})
         self._last_forward[call.name] = call.forward_index

@@ -100,6 +100,11 @@ def _call_of(node, name: str) -> int | None:
     return None
 
 
+def _hookable(model: nn.Module) -> list[nn.Module]:
+    """Every module PyTorch lets a hook on: not a TorchScript one (nor those inside it)."""
+    return [m for m in model.modules() if not isinstance(m, torch.jit.ScriptModule)]
+
+
 def default_loss(output: Any) -> torch.Tensor:
     """Sum of every floating-point output that requires grad (written here, not imported)."""
     parts = [t.sum().float() for t in _flat(output) if t.is_floating_point() and t.requires_grad]
@@ -158,7 +163,7 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         call = call_in_backward(name)
         log.append(Firing("backward", name, call, [clone(g) for g in grad_input]))
 
-    for module in model.modules():
+    for module in _hookable(model):
         handles.append(module.register_forward_pre_hook(pre))
         handles.append(module.register_forward_hook(post))
         handles.append(module.register_full_backward_pre_hook(bpre))
@@ -194,7 +199,7 @@ def plain_grad_fns(model: nn.Module, args: tuple = (), kwargs: dict | None = Non
         node = next((t.grad_fn for t in _flat(output) if t.grad_fn is not None), None)
         found[(name, call)] = None if node is None else node.name()
 
-    handles = [h for m in model.modules() for h in (m.register_forward_pre_hook(pre), m.register_forward_hook(post))]
+    handles = [h for m in _hookable(model) for h in (m.register_forward_pre_hook(pre), m.register_forward_hook(post))]
     try:
         model(*args, **(kwargs or {}))
     finally:

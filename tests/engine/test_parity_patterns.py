@@ -805,3 +805,25 @@ def test_per_sample_gradients_under_vmap_and_grad_are_recorded_unwrapped():
     assert pre.tensors[0].shape == [4, 1, 2]  # 4 samples of the [1, 2] the hook sees
     assert torch.allclose(values(pre.tensors[0]).reshape(4, 2), 2 * out, atol=1e-6)  # d(out^2)/d out
     assert "gradient transform" in pre.tensors[0].note
+
+
+# 7. A torch.jit.script child: PyTorch refuses hooks on it; everything else is traced.
+class WithScriptedBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Linear(3, 3)
+        self.block = torch.jit.script(nn.Sequential(nn.Linear(3, 3), nn.ReLU()))
+        self.out = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.out(self.block(self.pre(x)))
+
+
+def test_a_scripted_child_has_no_firings_and_its_parent_says_why():
+    events = assert_same_as_pytorch(seeded(WithScriptedBlock), randn(2, 3, requires_grad=True))
+    assert not [e for e in events if e.module.startswith("block")]
+    root = firing(events, "forward", "")
+    assert any("block is a TorchScript module" in note for note in root.notes)
+    model = seeded(WithScriptedBlock)()
+    hooktui.record(model, randn(2, 3)())
+    assert not hooks_left(model)
