@@ -106,6 +106,9 @@ class _Call:
     # the inputs the module put a hook on inside forward (`x.register_hook(...)`).
     input_hook_counts: dict[int, int] = field(default_factory=dict)
     hooked_inputs: tuple[int, ...] = ()
+    # Tensors needing grad nested in a positional argument ("args[0][0]"), when no
+    # top-level one does.
+    nested_inputs: tuple[str, ...] = ()
     seq_start: int = 0
     seq_end: int = 0
     slots: list[OutputSlot] = field(default_factory=list)
@@ -335,6 +338,10 @@ class Tracer:
                     continue
                 call.input_edges[i] = edge
                 call.input_hook_counts[i] = _hook_count(arg)
+        if not call.input_edges:
+            # Tensors needing grad inside an argument (a PackedSequence, a tuple): PyTorch's
+            # hook sees only top-level tensors, so for it no input requires grad.
+            call.nested_inputs = tuple(n for n, t in tensors if t.requires_grad and n.startswith("args[") and n.count("[") > 1)
         new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
@@ -666,7 +673,15 @@ class Tracer:
                 "hook sees it after): that input is also used outside the call, and hooktui cannot apply the hook to "
                 "this call's share alone"
             )
-        if early:
+        if early and call.nested_inputs:
+            nested = ", ".join(call.nested_inputs)
+            notes.append(
+                "fired early, right after backward_pre and before the backward of this module's children: no positional "
+                f"argument is itself a tensor that requires grad ({nested} does, nested inside an argument such as a "
+                "PackedSequence; PyTorch's full backward hook sees only top-level tensors, so its grad_input is None "
+                "there too)"
+            )
+        elif early:
             notes.append(
                 "fired early, right after backward_pre and before the backward of this module's children: "
                 "none of its positional inputs requires grad (PyTorch's full backward hook does the same)"

@@ -62,7 +62,7 @@ class Firing:
     hook: str
     module: str
     call: int
-    # forward_pre: positional tensor args; forward: args then outputs;
+    # forward_pre: positional tensor args (and tensors nested in them); forward: args then outputs;
     # backward_pre: grad_output; backward: grad_input. None where PyTorch gave None.
     tensors: list[torch.Tensor | None] = field(default_factory=list)
     grad_fn: str | None = None
@@ -131,7 +131,8 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         call = counts.get(name, 0)
         counts[name] = call + 1
         stacks.setdefault(name, []).append(call)
-        log.append(Firing("forward_pre", name, call, [clone(t) for t in a if isinstance(t, torch.Tensor)]))
+        # Tensors nested in an argument (a PackedSequence) too, as hooktui records them.
+        log.append(Firing("forward_pre", name, call, [clone(t) for t in _flat(a)]))
 
     def post(module, a, output):
         name = names[id(module)]
@@ -144,7 +145,7 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         for t in a:
             if isinstance(t, torch.Tensor):
                 _tag(t.grad_fn, name, call)
-        tensors = [clone(t) for t in a if isinstance(t, torch.Tensor)] + [clone(t) for t in outs]
+        tensors = [clone(t) for t in _flat(a)] + [clone(t) for t in outs]
         log.append(Firing("forward", name, call, tensors))
 
     def call_in_backward(name):

@@ -827,3 +827,42 @@ def test_a_scripted_child_has_no_firings_and_its_parent_says_why():
     model = seeded(WithScriptedBlock)()
     hooktui.record(model, randn(2, 3)())
     assert not hooks_left(model)
+
+
+# 8. A packed sequence: the data inside the PackedSequence requires grad, but PyTorch's hooks
+# see only top-level tensors, so for them the call has no input needing grad.
+class PackedEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, batch_first=True)
+
+    def forward(self, packed):
+        _, (h, _) = self.lstm(packed)
+        return h[-1]
+
+
+class PackedModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(3, 4)
+        self.encoder = PackedEncoder()
+        self.head = nn.Linear(5, 1)
+
+    def forward(self, x):
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        packed = pack_padded_sequence(self.embed(x), torch.tensor([4, 2, 3]), batch_first=True, enforce_sorted=False)
+        return self.head(self.encoder(packed))
+
+
+def test_a_packed_sequence_input_fires_early_and_says_its_data_needs_grad():
+    # The LSTM returns (PackedSequence, (h, c)): no top-level tensor, so PyTorch's hooks never
+    # fire its backward; hooktui's do, with a note saying so.
+    events = assert_same_as_pytorch(seeded(PackedModel), randn(3, 4, 3),
+                                    engine_only=lambda e: e.module == "encoder.lstm" and e.hook.startswith("backward"))
+    encoder = firing(events, "backward", "encoder")
+    assert encoder.tensors[0].shape is None
+    early = next(n for n in encoder.notes if n.startswith("fired early"))
+    assert "args[0][0] does, nested inside an argument" in early and "none of its positional inputs" not in early
+    grad = firing(events, "backward_pre", "embed").tensors[0]
+    assert grad.shape == [3, 4, 4] and grad.stats.max != 0  # the packed data's gradient reached the layer before
