@@ -144,6 +144,8 @@ class _Pass:
     after_hooks: dict[int, Any] = field(default_factory=dict)
     # Inputs the module hooked inside forward whose grad_input is before those hooks.
     before_input_hooks: list[int] = field(default_factory=list)
+    # Reached only by the zeros an input wrapper passes on (_zeros_upstream): its nodes never run.
+    zeros: bool = False
     # Slots whose uses inside the call were told from those after it by sequence number
     # alone, in a run where modules were also called on worker threads.
     by_number: list[str] = field(default_factory=list)
@@ -282,6 +284,7 @@ class Tracer:
         self._stacks.clear()
         self._calls.clear()
         self._foreign.clear()
+        self._origins.clear()
         self._backwards.clear()
         # The tracer's helpers point back at it (a cycle only the collector frees): drop
         # the session (and its trace) from it, so they are freed as soon as they are dropped.
@@ -423,8 +426,6 @@ class Tracer:
         current = _Backward(kind)
         self._backwards.append(current)
         nodes.backward_started()
-        if create_graph:
-            self._origins.begin()
         try:
             with collector.paused_then_frozen():
                 self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph, create_graph)
@@ -433,8 +434,6 @@ class Tracer:
         finally:
             nodes.backward_ended()
             self._backwards.remove(current)
-            if create_graph:
-                self._origins.end()
 
     def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
@@ -467,16 +466,12 @@ class Tracer:
             nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
             release(_seq(n))
 
-        origins = self._origins
-
-        def building(n) -> None:
-            origins.node_starts(n)  # what its backward builds belongs to it (grad_origins.py)
-            release(_seq(n))
-
         for node in graph:
             if create_graph:
-                hook = lambda _grads, n=node: building(n)  # noqa: E731
-            elif keep_graph:
+                # What its backward builds belongs to it (grad_origins.py).
+                ran = lambda grad_inputs, _outputs, n=node: self._origins.node_ran(n, grad_inputs, seen)  # noqa: E731
+                self._node_hooks.handles.append(node.register_hook(ran))
+            if keep_graph:
                 hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
             else:
                 hook = lambda grads, n=node: starting(grads, n)  # noqa: E731
@@ -537,23 +532,22 @@ class Tracer:
     def _inside(self, node, call: _Call) -> bool:
         """Made during the call, or built by a create_graph backward of a node made during
         it (from a tensor saved inside the call: PyTorch's wrapped input)."""
-        return self._placed(node, call) is True
+        return self._placed(node, call)
 
     def _after(self, node, call: _Call) -> bool:
         """For a consumer of the call's output: a use of the returned value (every consumer
         was made during the call or after it)."""
-        return self._placed(node, call) is False
+        return not self._placed(node, call)
 
-    def _placed(self, node, call: _Call) -> bool | None:
-        """Whether `node` belongs to the call; None for a node a create_graph backward built
-        from nothing hooktui can place."""
+    def _placed(self, node, call: _Call) -> bool:
+        """Whether `node` belongs to the call (a consumer of its inputs or outputs: when it
+        does not, it was made after the call)."""
         if call.own is not None:
             return id(node) in call.own
         other = self._foreign.get(id(node))
         if other is not None:  # made on another thread: by the calls' order
             return call.in_key[1] < other.in_key[1] and other.out_key[1] < call.out_key[1]
-        seq = self._origins.origin(_seq(node))
-        return None if seq is None else call.seq_start <= seq < call.seq_end
+        return call.seq_start <= self._origins.origin(node) < call.seq_end
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
@@ -618,6 +612,11 @@ class Tracer:
 
     def _on_grad_input(self, state: _Pass, grads: list, watched_nodes: list) -> None:
         if _is_compiled_wrapper(state.call.module):
+            return
+        edges = state.call.input_edges
+        if edges and not state.zeros and not any(_will_run(node) for node, _ in edges.values()):
+            # This backward wants no input's gradient (torch.autograd.grad(inputs=...)
+            # asks for others): PyTorch's input wrapper never runs, nor its hook.
             return
         if state.grad_outputs is None:
             # The inputs' nodes ran before backward_pre fired: fire after it.
@@ -723,7 +722,7 @@ class Tracer:
             if not hit:
                 continue
             current.unreached.remove(other)
-            state = _Pass(other, note)
+            state = _Pass(other, note, zeros=True)
             self._on_grad_output(state, [slot.zeros() if k in hit else None for k, slot in enumerate(other.slots)])
             if other.input_edges:
                 self._on_grad_input(state, [None] * other.n_args, [])
@@ -862,6 +861,14 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
         return node, tensor.output_nr
     edge = get_gradient_edge(tensor)
     return edge.node, edge.output_nr
+
+
+def _will_run(node) -> bool:
+    """Whether the running backward will execute `node` (or capture its gradient)."""
+    try:
+        return torch._C._will_engine_execute_node(node)
+    except RuntimeError:  # asked outside a backward: cannot tell
+        return True
 
 
 def _hook_count(tensor: torch.Tensor) -> int:

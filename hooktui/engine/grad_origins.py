@@ -7,68 +7,49 @@ the module is the module's *wrapped* input: a node built from it later sends its
 through the module's input wrapper, into grad_input. An op after the call saved the
 *returned* (wrapped) tensor: a node built from it sends its gradient through the output
 wrapper, into grad_output. hooktui's node hooks see the real tensors only, so each such
-node is attributed to the forward node whose backward was running when it was created
-(sequence numbers: a per-thread counter, read on the thread that runs the backward,
-which on CPU is the caller's), and counted where PyTorch would count it.
+node is attributed to the forward node whose backward built it, and counted where PyTorch
+would count it.
+
+Which node built which is read by identity, not by sequence number (nodes built in a
+backward are numbered by the thread that runs it, on CUDA the engine's own): after a node
+ran (its post-hook), the gradients it returned have as grad_fn the nodes it built, and
+below them only nodes of the graph or nodes built earlier in the pass.
 """
 
 from __future__ import annotations
 
-import bisect
+from typing import Any
 
 import torch
 
 from .nodes import seq_of
 
 
-def _counter() -> int:
-    return torch._C._autograd._get_sequence_nr()
-
-
 class GradOrigins:
     def __init__(self) -> None:
-        # (first sequence number, end, index into _starts) of each create_graph backward.
-        self._passes: list[tuple[int, int, int]] = []
-        # Ascending: the counter when a node began running in one of those backwards...
-        self._starts: list[int] = []
-        # ...and that node's own sequence number.
-        self._nodes: list[int] = []
-        self._open: list[tuple[int, int]] = []  # (first sequence number, index): under way
+        # id(node) -> (the node, kept so that its id stays its own; sequence number of
+        # the forward node whose backward built it).
+        self._built: dict[int, tuple[Any, int]] = {}
 
-    def begin(self) -> None:
-        self._open.append((_counter(), len(self._starts)))
+    def node_ran(self, node, grad_inputs, graph: set[int]) -> None:
+        """`node` (of `graph`, the ids of the nodes the running create_graph backward
+        started from) has run and returned `grad_inputs`: the nodes they come from, down
+        to the graph, were built by it."""
+        origin = self.origin(node)
+        frontier = [g.grad_fn for g in grad_inputs if isinstance(g, torch.Tensor) and g.grad_fn is not None]
+        built = self._built
+        while frontier:
+            new = frontier.pop()
+            if id(new) in graph or id(new) in built:
+                continue
+            built[id(new)] = (new, origin)
+            frontier.extend(nxt for nxt, _ in new.next_functions if nxt is not None)
 
-    def end(self) -> None:
-        start, first = self._open.pop()
-        self._passes.append((start, _counter(), first))
+    def origin(self, node) -> int:
+        """The sequence number of the forward node `node` stands for: its own, or for a
+        node a create_graph backward built, that of the forward node it came from."""
+        entry = self._built.get(id(node))
+        return seq_of(node) if entry is None else entry[1]
 
-    def node_starts(self, node) -> None:
-        """`node` is about to run in the open create_graph backward (a pre-hook)."""
-        self._starts.append(_counter())
-        self._nodes.append(seq_of(node))
-
-    def made_by_double_backward(self, seq: int) -> bool:
-        return self._pass_of(seq) is not None
-
-    def origin(self, seq: int) -> int | None:
-        """The sequence number of the forward node whose backward built the node numbered
-        `seq`; None for a node no create_graph backward built (or one built before any
-        node ran, which no saved tensor can explain)."""
-        for _ in range(64):  # a node built by the backward of a node built by a backward...
-            first = self._pass_of(seq)
-            if first is None:
-                return seq
-            i = bisect.bisect_right(self._starts, seq) - 1
-            if i < first:
-                return None
-            seq = self._nodes[i]
-        return None
-
-    def _pass_of(self, seq: int) -> int | None:
-        for start, first in reversed(self._open):
-            if seq >= start:
-                return first
-        for start, end, first in self._passes:
-            if start <= seq < end:
-                return first
-        return None
+    def clear(self) -> None:
+        self._built.clear()

@@ -866,3 +866,28 @@ def test_a_packed_sequence_input_fires_early_and_says_its_data_needs_grad():
     assert "args[0][0] does, nested inside an argument" in early and "none of its positional inputs" not in early
     grad = firing(events, "backward_pre", "embed").tensors[0]
     assert grad.shape == [3, 4, 4] and grad.stats.max != 0  # the packed data's gradient reached the layer before
+
+
+class GradNormPenalty(nn.Module):
+    """A penalty on the parameters' gradient norm (third derivatives of GELU / Softplus too)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Linear(4, 4), nn.Softplus(), nn.Linear(4, 1))
+
+    def forward(self, x):
+        loss = self.net(x).pow(2).sum()
+        grads = torch.autograd.grad(loss, list(self.net.parameters()), create_graph=True)
+        (dx,) = torch.autograd.grad(sum(g.pow(2).sum() for g in grads), x, create_graph=True)
+        return loss + dx.pow(2).sum()
+
+
+def test_a_gradient_norm_penalty_and_a_third_derivative_match_pytorch():
+    def build():
+        torch.manual_seed(0)
+        return GradNormPenalty().double()
+
+    def inputs():
+        return torch.randn(2, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).requires_grad_()
+
+    assert_same_as_pytorch(build, inputs, lambda loss: loss)
