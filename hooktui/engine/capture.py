@@ -32,7 +32,13 @@ wrappers (newest first).
 Like PyTorch's full hooks: a call whose positional inputs need no grad fires its backward
 firing early, right after backward_pre, with no input grads; a call whose outputs need no
 grad fires no backward at all; a tensor input that does not require grad beside one that
-does gets zeros. Unlike them, dict/list/dataclass outputs are captured too (as extras).
+does gets zeros, and so does the call that made an input used only without a gradient
+(`_zeros_upstream`). Unlike them, dict/list/dataclass outputs are captured too (as extras).
+
+"Made during the call" is read from sequence numbers, with two exceptions: a node a
+create_graph backward built counts as the forward node whose backward built it
+(grad_origins.py), and a call made on another thread, whose nodes are numbered by that
+thread's counter, knows its nodes by a walk of its graph (thread_calls.py).
 """
 
 from __future__ import annotations

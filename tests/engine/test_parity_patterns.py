@@ -891,3 +891,10 @@ def test_a_gradient_norm_penalty_and_a_third_derivative_match_pytorch():
         return torch.randn(2, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64).requires_grad_()
 
     assert_same_as_pytorch(build, inputs, lambda loss: loss)
+
+
+def test_a_scripted_root_has_parameter_gradients_only():
+    model = torch.jit.script(nn.Sequential(nn.Linear(3, 1)))
+    trace = hooktui.record(model, randn(2, 3)())
+    assert not trace.failed
+    assert {e.hook for e in trace.events} == {"param_grad"}
