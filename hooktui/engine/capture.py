@@ -35,10 +35,8 @@ grad fires no backward at all; a tensor input that does not require grad beside 
 does gets zeros, and so does the call that made an input used only without a gradient
 (`_zeros_upstream`). Unlike them, dict/list/dataclass outputs are captured too (as extras).
 
-"Made during the call" is read from sequence numbers, with two exceptions: a node a
-create_graph backward built counts as the forward node whose backward built it
-(grad_origins.py), and a call made on another thread, whose nodes are numbered by that
-thread's counter, knows its nodes by a walk of its graph (thread_calls.py).
+Whether a node was made during the call is placement.py's question: sequence numbers,
+except for nodes a create_graph backward built and for calls made on other threads.
 """
 
 from __future__ import annotations
@@ -57,14 +55,14 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, scripted, stats, thread_calls
+from . import backward_calls, collector, hunt, nodes, scripted, stats
 from .call_outputs import OutputSlot, output_slots
-from .grad_origins import GradOrigins
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
 from .naming import call_tensors, indexed, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
+from .placement import Placement
 from .param_grads import ParamGradHooks
 from .records import NO_NOTES, Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
@@ -218,16 +216,11 @@ class Tracer:
         # backward that reaches them.
         self._calls: list[_Call] = []
         self._backwards: list[_Backward] = []
-        # The nodes made by backward passes with create_graph=True, and their forward ops.
-        self._origins = GradOrigins()
+        # Which call each node belongs to (threads, create_graph backwards: placement.py).
+        self._placement = Placement()
         self._tick = itertools.count()
-        # The thread the run started on, and the calls made on others by their nodes' ids.
-        self._home = threading.get_ident()
-        self._foreign: dict[int, _Call] = {}
         # Firings from several threads get distinct indexes, emitted in index order.
         self._firing = threading.RLock()
-        # The run thread's sequence counter at its latest module hook.
-        self._home_seq = 0
         self._counts: dict[str, int] = defaultdict(int)
         # The exception a forward call raised, and that call's (module, type, call, source):
         # the innermost one to raise it (`call_that_raised`).
@@ -263,7 +256,7 @@ class Tracer:
         if self._param_grads is not None:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
-        self._home = threading.get_ident()
+        self._placement.home = threading.get_ident()
 
     def _unwatched(self, hook: Callable) -> Callable:
         """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
@@ -289,8 +282,7 @@ class Tracer:
         self._node_hooks.remove()
         self._stacks.clear()
         self._calls.clear()
-        self._foreign.clear()
-        self._origins.clear()
+        self._placement.clear()
         self._backwards.clear()
         # The tracer's helpers point back at it (a cycle only the collector frees): drop
         # the session (and its trace) from it, so they are freed as soon as they are dropped.
@@ -301,15 +293,6 @@ class Tracer:
             index = self._next_index
             self._next_index += 1
             return index
-
-    def _queue_seq(self, call: _Call, seq: int) -> int:
-        """Where the call's wrapper would sit in the engine's queue, by the run thread's
-        counter: a call on another thread counts as made when the run thread last made one,
-        so that the calls that consume its outputs come after it (thread_calls.py)."""
-        if call.thread == self._home:
-            self._home_seq = seq
-            return seq
-        return self._home_seq
 
     # -- forward -----------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
@@ -354,7 +337,7 @@ class Tracer:
         new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
-        call.in_key = (self._queue_seq(call, call.seq_start), next(self._tick))
+        call.in_key = (self._placement.queue_seq(call, call.seq_start), next(self._tick))
         return None if new_kwargs is None else (args, new_kwargs)
 
     def _raised_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
@@ -404,12 +387,9 @@ class Tracer:
         if any(slot.edge is not None for slot in slots):
             call.slots = slots
             call.seq_end = torch._C._autograd._get_sequence_nr()
-            call.out_key = (self._queue_seq(call, call.seq_end), next(self._tick))
+            call.out_key = (self._placement.queue_seq(call, call.seq_end), next(self._tick))
             self._calls.append(call)
-            if call.thread != self._home:
-                call.own = thread_calls.own_nodes(call.output_edges, call.input_edges, call.seq_start)
-                for node_id in call.own:
-                    self._foreign.setdefault(node_id, call)  # the innermost call: children end first
+            self._placement.call_ended(call)
             if self._legacy is not None:
                 self._legacy.watch(call, outputs)
         return None if returned is output else returned
@@ -472,10 +452,11 @@ class Tracer:
             nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
             release(_seq(n))
 
+        origins = self._placement.origins
         for node in graph:
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
-                ran = lambda grad_inputs, _outputs, n=node: self._origins.node_ran(n, grad_inputs, seen)  # noqa: E731
+                ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
                 self._node_hooks.handles.append(node.register_hook(ran))
             if keep_graph:
                 hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
@@ -489,6 +470,7 @@ class Tracer:
         """Watch the call's gradients in this backward; False when none of its outputs is
         in its graph."""
         call = state.call
+        inside = self._placement.inside
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
         for k, slot in enumerate(call.slots):
             if slot.edge is None or id(slot.edge[0]) not in seen:
@@ -496,8 +478,8 @@ class Tracer:
             node, nr = slot.edge
             users = consumers.get((id(node), nr), [])
             # Also a node a create_graph backward built from what an op after the call saved.
-            callers = [(c, p) for c, p in users if self._after(c, call)]
-            if self._foreign and call.own is None and len(callers) < len(users) and slot.name not in state.by_number:
+            callers = [(c, p) for c, p in users if not inside(c, call)]
+            if self._placement.foreign and call.own is None and len(callers) < len(users) and slot.name not in state.by_number:
                 # Worker threads number their nodes from counters of their own: one made
                 # there outside any module call can look made inside this call.
                 state.by_number.append(slot.name)
@@ -525,35 +507,15 @@ class Tracer:
                 # after that hook (the module's input is a tensor of its own there). Here the
                 # hook is on the caller's tensor: when every use is inside the call, what
                 # reaches the input's node, after tensor hooks, is that share.
-                if users and all(self._inside(c, call) for c, _ in users):
+                if users and all(inside(c, call) for c, _ in users):
                     inputs.watch(node, i, nr)
                     continue
                 state.before_input_hooks.append(i)
             for consumer, position in users:
-                if self._inside(consumer, call):
+                if inside(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
         return True
-
-    def _inside(self, node, call: _Call) -> bool:
-        """Made during the call, or built by a create_graph backward of a node made during
-        it (from a tensor saved inside the call: PyTorch's wrapped input)."""
-        return self._placed(node, call)
-
-    def _after(self, node, call: _Call) -> bool:
-        """For a consumer of the call's output: a use of the returned value (every consumer
-        was made during the call or after it)."""
-        return not self._placed(node, call)
-
-    def _placed(self, node, call: _Call) -> bool:
-        """Whether `node` belongs to the call (a consumer of its inputs or outputs: when it
-        does not, it was made after the call)."""
-        if call.own is not None:
-            return id(node) in call.own
-        other = self._foreign.get(id(node))
-        if other is not None:  # made on another thread: by the calls' order
-            return call.in_key[1] < other.in_key[1] and other.out_key[1] < call.out_key[1]
-        return call.seq_start <= self._origins.origin(node) < call.seq_end
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created

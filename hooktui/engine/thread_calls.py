@@ -1,6 +1,6 @@
 """Module calls made on another thread than the one the run started on.
 
-capture.py tells a call's own autograd nodes from the others by sequence number: a node
+placement.py tells a call's own autograd nodes from the others by sequence number: a node
 made during the call has a number between the two read at its pre- and post-hook. That
 counter is per thread, so it orders nothing across threads: a branch run in a
 ThreadPoolExecutor numbers its nodes from its worker's counter, and they would look made
