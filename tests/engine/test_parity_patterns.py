@@ -898,3 +898,40 @@ def test_a_scripted_root_has_parameter_gradients_only():
     trace = hooktui.record(model, randn(2, 3)())
     assert not trace.failed
     assert {e.hook for e in trace.events} == {"param_grad"}
+
+
+class SumsOnWorkers(nn.Module):
+    """An op run on a worker thread outside any module call (`h.sum()`), on the output of a
+    call of the run's thread."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(3, 4)
+        self.branches = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x):
+        h = self.stem(x)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:  # fresh threads: their counters start from 0 again
+            outs = list(pool.map(lambda branch: h.sum() * branch(h), self.branches))
+        return self.head(torch.cat(outs, -1))
+
+
+def test_a_use_on_a_worker_thread_outside_module_calls_is_right_or_noted():
+    # Recorded from a fresh thread too, so that the numbers collide: the documented exception.
+    import threading
+
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(trace=record_all(seeded(SumsOnWorkers)(), randn(2, 3)())))
+    worker.start()
+    worker.join()
+    plain, _ = plain_firings(seeded(SumsOnWorkers)(), (randn(2, 3)(),))
+    events = box["trace"].events
+    for f in plain:
+        if f.hook != "backward_pre":
+            continue
+        got = firing(events, "backward_pre", f.module, f.call)
+        if not torch.allclose(values(got.tensors[0]), f.tensors[0], atol=1e-6):
+            assert any("judged to be inside this call by their autograd sequence number" in n for n in got.notes), f.module
