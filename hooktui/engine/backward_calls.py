@@ -9,7 +9,11 @@ backward starts, so while a tracer is active `torch.autograd.backward` and
 every argument through unchanged and are removed when the run ends.
 
 Code that bound the function before the run (`from torch.autograd import grad` at import
-time) calls the original: its backward passes fire no gradient firings (README).
+time) calls the original; both reach the autograd engine through
+`Variable._execution_engine.run_backward`, so the engine is also put behind a thin proxy
+that notices a backward no wrapper noticed (it fires as any other; the proxy forwards every
+other attribute to the engine). The wrappers stay: they see the arguments as the user gave
+them.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ from typing import Any
 
 import torch
 import torch.autograd
+from torch.autograd.variable import Variable
 
 _lock = threading.Lock()
 _active: list[Any] = []  # tracers, innermost last
 _originals: dict[str, Callable] = {}
+_engine_holder: list[Any] = []  # the engine while the proxy stands in for it
+# `pending`: a wrapper on this thread has noticed the backward its next engine call runs.
+_noticed = threading.local()
 
 
 @contextmanager
@@ -37,6 +45,9 @@ def noticed_by(tracer):
             _originals["grad"] = torch.autograd.grad
             torch.autograd.backward = _wrap("backward", _originals["backward"])
             torch.autograd.grad = _wrap("grad", _originals["grad"])
+            engine = Variable._execution_engine
+            _engine_holder.append(engine)
+            Variable._execution_engine = _NoticingEngine(engine)
         _active.append(tracer)
     try:
         yield
@@ -46,6 +57,7 @@ def noticed_by(tracer):
             if not _active:
                 torch.autograd.backward = _originals.pop("backward")
                 torch.autograd.grad = _originals.pop("grad")
+                Variable._execution_engine = _engine_holder.pop()
 
 
 def _wrap(kind: str, original: Callable) -> Callable:
@@ -61,12 +73,44 @@ def _wrap(kind: str, original: Callable) -> Callable:
         retain_graph = kwargs.get("retain_graph", args[position - 1] if len(args) > position - 1 else None)
         keep_graph = bool(create_graph) if retain_graph is None else bool(retain_graph)
         with tracer.backward_pass(_tensors(roots), kind, bool(create_graph), keep_graph):
-            return original(*args, **kwargs)
+            _noticed.pending = True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                _noticed.pending = False
 
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]
     wrapper.__name__ = original.__name__
     wrapper.__doc__ = original.__doc__
     return wrapper
+
+
+class _NoticingEngine:
+    """Stands in for `Variable._execution_engine`: a backward that reaches the engine
+    without passing a wrapper (a `grad` bound before the run) is noticed here."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+
+    def run_backward(self, *args, **kwargs):
+        tracer = _active[-1] if _active else None
+        if getattr(_noticed, "pending", False):
+            _noticed.pending = False  # a wrapper noticed this one (a nested one is not)
+            return self._engine.run_backward(*args, **kwargs)
+        if tracer is None:
+            return self._engine.run_backward(*args, **kwargs)
+        # run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs,
+        # allow_unreachable, accumulate_grad): keep_graph is resolved by then.
+        roots = args[0] if args else kwargs.get("tensors", ())
+        keep_graph = bool(args[2]) if len(args) > 2 else bool(kwargs.get("keep_graph", False))
+        create_graph = bool(args[3]) if len(args) > 3 else bool(kwargs.get("create_graph", False))
+        accumulate = args[6] if len(args) > 6 else kwargs.get("accumulate_grad", True)
+        kind = "backward" if accumulate else "grad"
+        with tracer.backward_pass(_tensors(roots), kind, create_graph, keep_graph):
+            return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
 
 
 def _tensors(roots: Any) -> list[torch.Tensor]:

@@ -48,6 +48,14 @@ class OutputSlot:
     # The positional input (arg index) returned here unchanged: its gradient in this
     # slot also belongs to that input's grad_input.
     passthrough: int | None = None
+    # (shape, dtype, device) of the output tensor.
+    like: tuple | None = None
+
+    def zeros(self) -> torch.Tensor | None:
+        if self.like is None:
+            return None
+        shape, dtype, device = self.like
+        return torch.zeros(shape, dtype=dtype, device=device)
 
 
 def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, int]]) -> tuple[Any, list[OutputSlot], bool]:
@@ -95,6 +103,7 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
                     before_hooks=passthrough is not None or bool(item._backward_hooks),
                     inner_hooks=passthrough is None and bool(item._backward_hooks),
                     passthrough=passthrough,
+                    like=(item.shape, item.dtype, item.device),
                 )
             )
         elif item is None:

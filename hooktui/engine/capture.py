@@ -32,7 +32,11 @@ wrappers (newest first).
 Like PyTorch's full hooks: a call whose positional inputs need no grad fires its backward
 firing early, right after backward_pre, with no input grads; a call whose outputs need no
 grad fires no backward at all; a tensor input that does not require grad beside one that
-does gets zeros. Unlike them, dict/list/dataclass outputs are captured too (as extras).
+does gets zeros, and so does the call that made an input used only without a gradient
+(`_zeros_upstream`). Unlike them, dict/list/dataclass outputs are captured too (as extras).
+
+Whether a node was made during the call is placement.py's question: sequence numbers,
+except for nodes a create_graph backward built and for calls made on other threads.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -50,13 +55,14 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, stats
+from . import backward_calls, collector, hunt, nodes, scripted, stats
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
 from .naming import call_tensors, indexed, named_tensors
 from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
+from .placement import Placement
 from .param_grads import ParamGradHooks
 from .records import NO_NOTES, Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
@@ -100,6 +106,13 @@ class _Call:
     input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
     # The same tensor passed again: arg index -> index of its first occurrence.
     duplicates: dict[int, int] = field(default_factory=dict)
+    # Tensor hooks on each input needing grad when the call starts (arg index -> count), and
+    # the inputs the module put a hook on inside forward (`x.register_hook(...)`).
+    input_hook_counts: dict[int, int] = field(default_factory=dict)
+    hooked_inputs: tuple[int, ...] = ()
+    # Tensors needing grad nested in a positional argument ("args[0][0]"), when no
+    # top-level one does.
+    nested_inputs: tuple[str, ...] = ()
     seq_start: int = 0
     seq_end: int = 0
     slots: list[OutputSlot] = field(default_factory=list)
@@ -111,6 +124,9 @@ class _Call:
     # (sequence number when it would be created, creation order).
     in_key: tuple[int, int] = (0, 0)
     out_key: tuple[int, int] = (0, 0)
+    thread: int = 0
+    # ids of its own nodes, for a call made on another thread than the run's (thread_calls.py).
+    own: set[int] | None = None
 
     @property
     def output_edges(self) -> list[tuple[int, Any, int]]:
@@ -130,6 +146,13 @@ class _Pass:
     merged_uses: list[str] = field(default_factory=list)
     # Slot -> its gradient after the tensor hooks the module put on that output.
     after_hooks: dict[int, Any] = field(default_factory=dict)
+    # Inputs the module hooked inside forward whose grad_input is before those hooks.
+    before_input_hooks: list[int] = field(default_factory=list)
+    # Reached only by the zeros an input wrapper passes on (_zeros_upstream): its nodes never run.
+    zeros: bool = False
+    # Slots whose uses inside the call were told from those after it by sequence number
+    # alone, in a run where modules were also called on worker threads.
+    by_number: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -139,6 +162,10 @@ class _Backward:
     kind: str
     # Armed firings: (-seq, -tick, n, fire), so the newest wrapper pops first.
     armed: list = field(default_factory=list)
+    # ids of the nodes of its graph, and the calls none of whose outputs is in it.
+    seen: set[int] = field(default_factory=set)
+    unreached: list[_Call] = field(default_factory=list)
+    note: str | None = None
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -184,19 +211,29 @@ class Tracer:
         self._handles: list = []
         self._exit = ExitStack()
         self._node_hooks = NodeHooks()
-        self._stacks: dict[int, list[_Call]] = defaultdict(list)
+        # (thread, id(module)) -> its calls under way: a module's pre- and post-hooks run on
+        # the thread that calls it, and modules may run on several threads at once.
+        self._stacks: dict[tuple[int, int], list[_Call]] = defaultdict(list)
+        # (thread, id(module)) of the calls whose forward returned, until the hook that
+        # also runs when forward raises (`_raised_hook`) has seen them.
+        self._returned: set[tuple[int, int]] = set()
         # Calls whose outputs need grad: their backward firings are watched in every
         # backward that reaches them.
         self._calls: list[_Call] = []
         self._backwards: list[_Backward] = []
-        # Sequence numbers of the nodes made by backward passes with create_graph=True.
-        self._double_backward: list[tuple[int, int]] = []
+        # Which call each node belongs to (threads, create_graph backwards: placement.py).
+        self._placement = Placement()
         self._tick = itertools.count()
+        # Firings from several threads get distinct indexes, emitted in index order.
+        self._firing = threading.RLock()
         self._counts: dict[str, int] = defaultdict(int)
-        # (module, type, call, source) of the forward call an exception was raised in.
-        self.failed_call: tuple[str, str, int, SourceLocation | None] | None = None
+        # The exception a forward call raised, and that call's (module, type, call, source):
+        # the innermost one to raise it (`call_that_raised`).
+        self._raised: tuple[BaseException, tuple[str, str, int, SourceLocation | None]] | None = None
         # Module name -> index of its latest forward firing (param_grad firings link to it).
         self._last_forward: dict[str, int] = {}
+        # Module name -> notes on the TorchScript children it holds (scripted.py).
+        self._scripted_notes: dict[str, list[str]] = {}
         self._next_index = 0
 
     # -- install / remove --------------------------------------------------------
@@ -206,15 +243,25 @@ class Tracer:
         # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
         # has imported it already (torch.compile does, as the model is built).
         compiled = "torch._dynamo" in sys.modules
-        pre_hook, post_hook = self._unwatched(self._pre_hook), self._unwatched(self._post_hook)
+        hooks = [self._unwatched(h) for h in (self._pre_hook, self._post_hook, self._raised_hook)]
         if compiled:
-            pre_hook, post_hook = torch.compiler.disable(pre_hook), torch.compiler.disable(post_hook)
+            hooks = [torch.compiler.disable(h) for h in hooks]
+        pre_hook, post_hook, raised_hook = hooks
+        self._scripted_notes = scripted.notes_by_parent(self._walk.modules)
         for _, module in self._walk.modules:
+            if scripted.is_scripted(module):
+                continue  # PyTorch refuses hooks there (scripted.py)
             self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
-            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True, always_call=True))
+            # PyTorch tells an always_call hook nothing about whether forward raised (and
+            # sys.exc_info() is also set for a call made inside an `except` block), so the
+            # ordinary hook marks the calls that returned; the always_call one, which runs
+            # right after it, or alone when forward raised, takes the others.
+            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(raised_hook, with_kwargs=True, always_call=True))
         if self._param_grads is not None:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
+        self._placement.home = threading.get_ident()
 
     def _unwatched(self, hook: Callable) -> Callable:
         """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
@@ -240,6 +287,7 @@ class Tracer:
         self._node_hooks.remove()
         self._stacks.clear()
         self._calls.clear()
+        self._placement.clear()
         self._backwards.clear()
         # The tracer's helpers point back at it (a cycle only the collector frees): drop
         # the session (and its trace) from it, so they are freed as soon as they are dropped.
@@ -260,13 +308,15 @@ class Tracer:
         return self._node_watch
 
     def next_index(self) -> int:
-        index = self._next_index
-        self._next_index += 1
-        return index
+        with self._firing:
+            index = self._next_index
+            self._next_index += 1
+            return index
 
     # -- forward -----------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
         name, type_name = self._module_facts[id(module)]
+        thread = threading.get_ident()
         call = _Call(
             module=module,
             name=name,
@@ -275,9 +325,10 @@ class Tracer:
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
             inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            thread=thread,
         )
         self._counts[name] += 1
-        self._stacks[id(module)].append(call)
+        self._stacks[(thread, id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
         describe = self.describe
@@ -297,23 +348,45 @@ class Tracer:
                     call.duplicates[i] = first
                     continue
                 call.input_edges[i] = edge
+                call.input_hook_counts[i] = _hook_count(arg)
+        if not call.input_edges:
+            # Tensors needing grad inside an argument (a PackedSequence, a tuple): PyTorch's
+            # hook sees only top-level tensors, so for it no input requires grad.
+            call.nested_inputs = tuple(n for n, t in tensors if t.requires_grad and n.startswith("args[") and n.count("[") > 1)
         new_kwargs = _kwargs_apart_from_args(kwargs, call.input_edges) if kwargs else None
         # After the views above: they are not the call's own nodes.
         call.seq_start = torch._C._autograd._get_sequence_nr()
-        call.in_key = (call.seq_start, next(self._tick))
+        call.in_key = (self._placement.queue_seq(call, call.seq_start), next(self._tick))
         return None if new_kwargs is None else (args, new_kwargs)
 
+    def _raised_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        key = (threading.get_ident(), id(module))
+        if key in self._returned:
+            self._returned.discard(key)  # forward returned: `_post_hook` has taken the call
+            return
+        stack = self._stacks.get(key)
+        if not stack:
+            return
+        call = stack.pop()
+        # The exception reaches the innermost call first: the call it was raised in (a
+        # model may catch it and go on, so it is kept with the exception it belongs to).
+        exc = sys.exc_info()[1]
+        if exc is not None and (self._raised is None or self._raised[0] is not exc):
+            self._raised = (exc, (call.name, call.type, call.index, call.source))
+
+    def call_that_raised(self, exc: BaseException) -> tuple[str, str, int, SourceLocation | None] | None:
+        """(module, type, call, source) of the forward call `exc` was raised in, if any."""
+        return self._raised[1] if self._raised is not None and self._raised[0] is exc else None
+
     def _post_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any):
-        stack = self._stacks.get(id(module))
+        key = (threading.get_ident(), id(module))
+        self._returned.add(key)
+        stack = self._stacks.get(key)
         if not stack:
             return None
         call = stack.pop()
-        if sys.exc_info()[1] is not None:
-            # Called by always_call because forward raised. The exception reaches the
-            # innermost call first: that is the call it was raised in.
-            if self.failed_call is None:
-                self.failed_call = (call.name, call.type, call.index, call.source)
-            return None
+        if call.input_hook_counts:
+            call.hooked_inputs = tuple(i for i, n in call.input_hook_counts.items() if _hook_count(args[i]) > n)
 
         outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
         first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
@@ -322,6 +395,8 @@ class Tracer:
         describe = self.describe
         records = [describe(n, t) for n, t in tensors]
         notes = self._hunt_notes(tensors, records) if self.hunting else None
+        if call.name in self._scripted_notes:
+            notes = (notes or []) + self._scripted_notes[call.name]
         call.forward_index = self.fire_call(call, "forward", records, dict(tensors), node=first_node, notes=notes,
                                             scope={"args": args, "kwargs": kwargs, "output": output})
         self._last_forward[call.name] = call.forward_index
@@ -331,8 +406,9 @@ class Tracer:
         if any(slot.edge is not None for slot in slots):
             call.slots = slots
             call.seq_end = torch._C._autograd._get_sequence_nr()
-            call.out_key = (call.seq_end, next(self._tick))
+            call.out_key = (self._placement.queue_seq(call, call.seq_end), next(self._tick))
             self._calls.append(call)
+            self._placement.call_ended(call)
             if self._legacy is not None:
                 self._legacy.watch(call, outputs)
         return None if returned is output else returned
@@ -354,20 +430,17 @@ class Tracer:
                 self._param_grads.note_bad_grads(self.model)
         current = _Backward(kind)
         self._backwards.append(current)
-        start = torch._C._autograd._get_sequence_nr()
         nodes.backward_started()
         try:
             with collector.paused_then_frozen():
-                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph)
+                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph, create_graph)
             yield
             self._release(None)
         finally:
             nodes.backward_ended()
             self._backwards.remove(current)
-            if create_graph:
-                self._double_backward.append((start, torch._C._autograd._get_sequence_nr()))
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -387,15 +460,23 @@ class Tracer:
                     seen.add(id(nxt))
                     frontier.append(nxt)
                     graph.append(nxt)
+        current = self._backwards[-1]
+        current.seen, current.note = seen, note
         for call in self._calls:
-            self._watch_call(_Pass(call, note), consumers, seen)
+            if not self._watch_call(_Pass(call, note), consumers, seen):
+                current.unreached.append(call)
         release = self._release
 
         def starting(_grads, n) -> None:
             nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
             release(_seq(n))
 
+        origins = self._placement.origins
         for node in graph:
+            if create_graph:
+                # What its backward builds belongs to it (grad_origins.py).
+                ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
+                self._node_hooks.handles.append(node.register_hook(ran))
             if keep_graph:
                 hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
             else:
@@ -404,20 +485,28 @@ class Tracer:
         if self.hunting:
             self._node_watch.watch(graph)
 
-    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> None:
+    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> bool:
+        """Watch the call's gradients in this backward; False when none of its outputs is
+        in its graph."""
         call = state.call
+        inside = self._placement.inside
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
         for k, slot in enumerate(call.slots):
             if slot.edge is None or id(slot.edge[0]) not in seen:
                 continue
             node, nr = slot.edge
             users = consumers.get((id(node), nr), [])
-            callers = [(c, p) for c, p in users if _seq(c) >= call.seq_end and not self._made_by_double_backward(c)]
+            # Also a node a create_graph backward built from what an op after the call saved.
+            callers = [(c, p) for c, p in users if not inside(c, call)]
+            if self._placement.foreign and call.own is None and len(callers) < len(users) and slot.name not in state.by_number:
+                # Worker threads number their nodes from counters of their own: one made
+                # there outside any module call can look made inside this call.
+                state.by_number.append(slot.name)
             if not slot.before_hooks and len(callers) == len(users):
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
-            # Also used inside the call, or by a double-backward node (create_graph) that
-            # reads the tensor saved inside an op, never the returned one: only the caller's uses.
+            # Also used inside the call (or by a node a create_graph backward built from a
+            # tensor saved inside it, never the returned one): only the caller's uses.
             if slot.passthrough is not None and len(callers) > 1:
                 state.merged_uses.append(slot.name)
             for consumer, position in callers:
@@ -428,17 +517,24 @@ class Tracer:
                 # What arrives at the node after the module's own hooks on this output.
                 self._node_hooks.add(node, False, lambda grads, k=k, nr=nr, s=state: s.after_hooks.__setitem__(k, grads[nr]))
         if not outputs.nodes:
-            return  # no output of this call reaches this backward
+            return False  # no output of this call reaches this backward
         inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
         for i, (node, nr) in call.input_edges.items():
-            for consumer, position in consumers.get((id(node), nr), []):
-                if _in_call(consumer, call):
+            users = consumers.get((id(node), nr), [])
+            if i in call.hooked_inputs:
+                # The module hooked this input inside forward. PyTorch's hook sees its share
+                # after that hook (the module's input is a tensor of its own there). Here the
+                # hook is on the caller's tensor: when every use is inside the call, what
+                # reaches the input's node, after tensor hooks, is that share.
+                if users and all(inside(c, call) for c, _ in users):
+                    inputs.watch(node, i, nr)
+                    continue
+                state.before_input_hooks.append(i)
+            for consumer, position in users:
+                if inside(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
-
-    def _made_by_double_backward(self, node) -> bool:
-        seq = _seq(node)
-        return any(start <= seq < end for start, end in self._double_backward)
+        return True
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
@@ -504,6 +600,11 @@ class Tracer:
     def _on_grad_input(self, state: _Pass, grads: list, watched_nodes: list) -> None:
         if _is_compiled_wrapper(state.call.module):
             return
+        edges = state.call.input_edges
+        if edges and not state.zeros and not any(_will_run(node) for node, _ in edges.values()):
+            # This backward wants no input's gradient (torch.autograd.grad(inputs=...)
+            # asks for others): PyTorch's input wrapper never runs, nor its hook.
+            return
         if state.grad_outputs is None:
             # The inputs' nodes ran before backward_pre fired: fire after it.
             state.pending_inputs = (list(grads), list(watched_nodes))
@@ -521,6 +622,7 @@ class Tracer:
                 grads[i] = grad if grads[i] is None else grads[i] + grad
         tensors, live = [], {}
         any_grad = bool(call.input_edges)
+        unreached_inputs = []
         for i in range(call.n_args):
             name, target = indexed("grad_input", i), indexed("args", i)
             meta = call.inputs.get(i)
@@ -543,13 +645,29 @@ class Tracer:
             elif any_grad:
                 # PyTorch's full backward hook passes zeros here (of the input's dtype), not None.
                 why = "this input does not require grad" if not meta.requires_grad else "no gradient flowed to this input through this call"
+                if meta.requires_grad and i in call.input_edges:
+                    unreached_inputs.append(i)
                 grad = torch.zeros((), dtype=meta.dtype, device=meta.device).expand(meta.shape)
                 tensors.append(self.describe(name, grad, target=target, note=f"zeros: {why} (PyTorch's full backward hook passes zeros)"))
             else:
                 tensors.append(stats.missing(name, "this input does not require grad", target=target))
             live[name] = grad
         notes = self._notes(state)
-        if early:
+        for i in state.before_input_hooks:
+            notes.append(
+                f"grad_input[{i}] is before the gradient hook this module put on args[{i}] inside forward (PyTorch's "
+                "hook sees it after): that input is also used outside the call, and hooktui cannot apply the hook to "
+                "this call's share alone"
+            )
+        if early and call.nested_inputs:
+            nested = ", ".join(call.nested_inputs)
+            notes.append(
+                "fired early, right after backward_pre and before the backward of this module's children: no positional "
+                f"argument is itself a tensor that requires grad ({nested} does, nested inside an argument such as a "
+                "PackedSequence; PyTorch's full backward hook sees only top-level tensors, so its grad_input is None "
+                "there too)"
+            )
+        elif early:
             notes.append(
                 "fired early, right after backward_pre and before the backward of this module's children: "
                 "none of its positional inputs requires grad (PyTorch's full backward hook does the same)"
@@ -560,6 +678,41 @@ class Tracer:
         # Fired: the grad_outputs kept for it go (not None: backward_pre has fired), as
         # PyTorch's BackwardHook lets go of them once its hook has run.
         state.grad_outputs = []
+        if unreached_inputs and not early:
+            self._zeros_upstream(call, unreached_inputs)
+
+    def _zeros_upstream(self, call: _Call, inputs: list[int]) -> None:
+        """Inputs of `call` that need grad but got none through it (used only where no
+        gradient flows: `mask = y > 0`). PyTorch's input wrapper still passes zeros on for
+        them, which runs the backward of everything they came from, with zeros, where this
+        backward does not reach it otherwise: the calls there fire, as here."""
+        if not self._backwards:
+            return
+        current = self._backwards[-1]
+        region: set[int] = set()
+        frontier = [call.input_edges[i][0] for i in inputs]
+        while frontier:
+            node = frontier.pop()
+            if node is None or id(node) in current.seen or id(node) in region:
+                continue
+            region.add(id(node))
+            frontier.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+        if not region:
+            return
+        current.seen |= region  # zeros reach each of them once
+        why = (f"zeros: the outputs it returned reach the loss only through an input of {call.name or 'the root'} "
+               "used without a gradient (a comparison, a mask); PyTorch's input wrapper passes zeros on for it, "
+               "so its hooks fire")
+        note = why if current.note is None else f"{current.note}; {why}"
+        for other in list(current.unreached):
+            hit = {k for k, slot in enumerate(other.slots) if slot.edge is not None and not slot.extra and id(slot.edge[0]) in region}
+            if not hit:
+                continue
+            current.unreached.remove(other)
+            state = _Pass(other, note, zeros=True)
+            self._on_grad_output(state, [slot.zeros() if k in hit else None for k, slot in enumerate(other.slots)])
+            if other.input_edges:
+                self._on_grad_input(state, [None] * other.n_args, [])
 
     @staticmethod
     def _notes(state: _Pass) -> list[str]:
@@ -568,6 +721,12 @@ class Tracer:
             notes.append(
                 "torch.compile's wrapper (OptimizedModule): PyTorch fires its backward pre-hook but never its "
                 "full backward hook, so this call has no backward firing; see _orig_mod's"
+            )
+        for name in state.by_number:
+            notes.append(
+                f"{name} leaves out uses of that output judged to be inside this call by their autograd sequence "
+                "number; modules of this run were called on other threads, whose numbers can coincide (a use made "
+                "on a worker thread outside any module call may have been left out)"
             )
         for name in state.merged_uses:
             notes.append(
@@ -660,12 +819,13 @@ class Tracer:
         )
 
     def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, **fields) -> int:
-        index = self._next_index
-        self._next_index = index + 1
-        event = self.make_event(index=index, module=module, **fields)
-        self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
-                                    scope=scope))
-        return event.index
+        with self._firing:  # one firing at a time, indices in order, whichever thread fires
+            index = self._next_index
+            self._next_index = index + 1
+            event = self.make_event(index=index, module=module, **fields)
+            self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
+                                        scope=scope))
+            return event.index
 
     def make_event(self, *, index: int, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> Event:
@@ -709,6 +869,19 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
     return edge.node, edge.output_nr
 
 
+def _will_run(node) -> bool:
+    """Whether the running backward will execute `node` (or capture its gradient)."""
+    try:
+        return torch._C._will_engine_execute_node(node)
+    except RuntimeError:  # asked outside a backward: cannot tell
+        return True
+
+
+def _hook_count(tensor: torch.Tensor) -> int:
+    hooks = tensor._backward_hooks
+    return 0 if hooks is None else len(hooks)
+
+
 def _after_the_run(_event: Event, _live: LiveFiring) -> None:
     """A hook left on a tensor of the run (user_hooks.py) firing after it ended: not recorded."""
 
@@ -750,10 +923,6 @@ def _node_notes(made_by: list[tuple[str, Any]], records: list[TensorRecord]) -> 
 
 def _is_compiled_wrapper(module: nn.Module) -> bool:
     return type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod")
-
-
-def _in_call(node, call: _Call) -> bool:
-    return call.seq_start <= _seq(node) < call.seq_end
 
 
 _seq = nodes.seq_of

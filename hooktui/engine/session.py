@@ -259,7 +259,7 @@ class Session:
             final = "quit"
         except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host
             self.trace.exception = exc
-            self._record_error(exc, tracer.phase, tracer.next_index(), tracer.failed_call)
+            self._record_error(exc, tracer.phase, tracer.next_index(), tracer.call_that_raised(exc))
             final = "failed"
         finally:
             # First, so that nothing below can leave the collector frozen: the model's

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from . import lazy_stats
+from . import functorch_values, lazy_stats
 from .nodes import name_of
 from .records import LazyTensorRecord, TensorRecord
 
@@ -121,6 +121,11 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
     """A record for `tensor` whose stats and values are those it has now, computed on first read."""
     if options is None:
         options = StatsOptions()
+    if functorch_values.is_wrapped(tensor):
+        # It dies with the transform: the value under it is recorded (functorch_values.py).
+        tensor, why = functorch_values.unwrapped(tensor)
+        note = extra.get("note")
+        extra = {**extra, "note": why if not note else f"{note}; {why}"}
     grad_fn = tensor.grad_fn
     kind = _kind(tensor)
     if not kind.strided:

@@ -62,7 +62,7 @@ class Firing:
     hook: str
     module: str
     call: int
-    # forward_pre: positional tensor args; forward: args then outputs;
+    # forward_pre: positional tensor args (and tensors nested in them); forward: args then outputs;
     # backward_pre: grad_output; backward: grad_input. None where PyTorch gave None.
     tensors: list[torch.Tensor | None] = field(default_factory=list)
     grad_fn: str | None = None
@@ -100,6 +100,11 @@ def _call_of(node, name: str) -> int | None:
     return None
 
 
+def _hookable(model: nn.Module) -> list[nn.Module]:
+    """Every module PyTorch lets a hook on: not a TorchScript one (nor those inside it)."""
+    return [m for m in model.modules() if not isinstance(m, torch.jit.ScriptModule)]
+
+
 def default_loss(output: Any) -> torch.Tensor:
     """Sum of every floating-point output that requires grad (written here, not imported)."""
     parts = [t.sum().float() for t in _flat(output) if t.is_floating_point() and t.requires_grad]
@@ -126,7 +131,8 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         call = counts.get(name, 0)
         counts[name] = call + 1
         stacks.setdefault(name, []).append(call)
-        log.append(Firing("forward_pre", name, call, [clone(t) for t in a if isinstance(t, torch.Tensor)]))
+        # Tensors nested in an argument (a PackedSequence) too, as hooktui records them.
+        log.append(Firing("forward_pre", name, call, [clone(t) for t in _flat(a)]))
 
     def post(module, a, output):
         name = names[id(module)]
@@ -139,7 +145,7 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         for t in a:
             if isinstance(t, torch.Tensor):
                 _tag(t.grad_fn, name, call)
-        tensors = [clone(t) for t in a if isinstance(t, torch.Tensor)] + [clone(t) for t in outs]
+        tensors = [clone(t) for t in _flat(a)] + [clone(t) for t in outs]
         log.append(Firing("forward", name, call, tensors))
 
     def call_in_backward(name):
@@ -158,7 +164,7 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
         call = call_in_backward(name)
         log.append(Firing("backward", name, call, [clone(g) for g in grad_input]))
 
-    for module in model.modules():
+    for module in _hookable(model):
         handles.append(module.register_forward_pre_hook(pre))
         handles.append(module.register_forward_hook(post))
         handles.append(module.register_full_backward_pre_hook(bpre))
@@ -194,7 +200,7 @@ def plain_grad_fns(model: nn.Module, args: tuple = (), kwargs: dict | None = Non
         node = next((t.grad_fn for t in _flat(output) if t.grad_fn is not None), None)
         found[(name, call)] = None if node is None else node.name()
 
-    handles = [h for m in model.modules() for h in (m.register_forward_pre_hook(pre), m.register_forward_hook(post))]
+    handles = [h for m in _hookable(model) for h in (m.register_forward_pre_hook(pre), m.register_forward_hook(post))]
     try:
         model(*args, **(kwargs or {}))
     finally:
@@ -308,6 +314,8 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
             assert_record_matches(record, tensor)
 
     nodes = plain_grad_fns((build_plain or build)(), args, kwargs)
+    if ignore is not None:
+        nodes = {k: v for k, v in nodes.items() if not ignore("forward", k[0])}
     forward = {(e.module, e.call): e for e in trace.events if e.hook == "forward"}
     # Calls made during backward (activation checkpointing recomputes) have no twin in a
     # plain forward.

@@ -271,5 +271,5 @@ def test_a_float32_sum_of_squares_that_overflows_is_exact_and_warns_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's "overflow encountered in dot" was a RuntimeWarning
         stats = describe("x", t).stats
-    want = float(np.sqrt((t.double() ** 2).sum()))
+    want = math.sqrt(float((t.double() ** 2).sum()))
     assert stats.norm == pytest.approx(want, rel=1e-12)

@@ -92,3 +92,18 @@ def test_a_bad_hooktui_rank_says_so(monkeypatch):
     net, _ = net_and_twin()
     with pytest.raises(ValueError, match="HOOKTUI_RANK='first': expected a whole number"):
         hooktui.debug(net, lambda: net(batch()[0]).sum())
+
+
+def test_a_step_debugged_inside_an_except_handler_records_every_firing(monkeypatch, capsys):
+    # sys.exc_info() is set in a handler: it must not read as "this module's forward raised".
+    _no_terminal(monkeypatch)
+    net, _ = net_and_twin()
+    x, y = batch()
+    hooktui.debug(net, lambda: F.cross_entropy(net(x), y))
+    try:
+        raise RuntimeError("the step that just failed")
+    except RuntimeError:
+        hooktui.debug(net, lambda: F.cross_entropy(net(x), y))
+    paths = re.findall(r"to (\S+); open it with", capsys.readouterr().err)
+    plain, handled = [[(e.hook, e.module) for e in read_trace_file(Path(p)).events] for p in paths]
+    assert handled == plain and ("backward", "fc1") in handled
