@@ -309,9 +309,7 @@ def parity_section(device: str) -> None:
     lines = done.stdout.strip().splitlines()
     failed = [line for line in lines if line.startswith("FAILED")]
     print(f"tests/engine/test_parity_patterns.py with {device} as the default device: {lines[-1] if lines else done.stderr[-300:]}")
-    print("  (torch.set_default_device puts a TorchFunctionMode on the stack: on the CPU it alone fails two\n"
-          "   patterns about torch.autograd.grad, test_autograd_grad_inside_forward_fires_as_pytorch_does and\n"
-          "   test_a_backward_through_a_function_bound_before_the_run_fires_nothing)")
+    print("  (the default device is a TorchFunctionMode: on the CPU every pattern passes under it)")
     for line in failed[:10]:
         print("  " + line[:160])
 

@@ -63,7 +63,11 @@ def noticed_by(tracer):
 def _wrap(kind: str, original: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         tracer = _active[-1] if _active else None
-        if tracer is None:
+        if tracer is None or getattr(_noticed, "pending", False):
+            # pending: this very call, dispatched again before it reached the engine. A
+            # TorchFunctionMode (`torch.set_default_device`, `with torch.device(...)`) makes the
+            # original call `handle_torch_function(grad, ...)`, and its global `grad` is this
+            # wrapper: a second backward_pass for it would fire every hook twice.
             return original(*args, **kwargs)
         roots = kwargs.get("tensors" if kind == "backward" else "outputs", args[0] if args else None)
         # Their places: backward(tensors, grad_tensors, retain_graph, create_graph),

@@ -955,3 +955,23 @@ def test_a_use_on_a_worker_thread_outside_module_calls_is_right_or_noted():
         got = firing(events, "backward_pre", f.module, f.call)
         if not torch.allclose(values(got.tensors[0]), f.tensors[0], atol=1e-6):
             assert any("judged to be inside this call by their autograd sequence number" in n for n in got.notes), f.module
+
+
+@pytest.mark.parametrize("pattern", ["grad_inside_forward", "plain"])
+def test_under_a_default_device_every_firing_comes_once(pattern):
+    """`torch.set_default_device(...)` (common on GPU boxes) or `with torch.device(...)` puts
+    a TorchFunctionMode in front of torch.autograd.grad/backward, which dispatches the call
+    again: each backward firing came twice. On the CPU the mode is the same one."""
+    with torch.device("cpu"):
+        if pattern == "grad_inside_forward":
+            def make():
+                g = torch.Generator().manual_seed(1)
+                return torch.rand(5, 1, generator=g).requires_grad_()
+
+            assert_same_as_pytorch(seeded(Physics), make, lambda out: out[0].pow(2).sum() + out[1].pow(2).sum())
+        else:
+            def build():
+                torch.manual_seed(0)
+                return nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Linear(4, 1))
+
+            assert_same_as_pytorch(build, lambda: torch.randn(2, 3, generator=torch.Generator().manual_seed(2)))
