@@ -12,7 +12,9 @@ import math
 import sys
 import traceback
 
-EXIT_BAD_INPUT = 2
+from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, UserError
+
+__all__ = ["EXIT_BAD_INPUT", "UserError", "main"]
 # The diff's defaults (engine/compare.py's), here so that `--help` does not import it.
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
@@ -107,6 +109,19 @@ def _above(text: str) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, Interrupted):
+        # Ctrl+C anywhere (loading the model, tracing, saving): one line, not a traceback,
+        # and never the model's error. A --save in progress leaves any previous file.
+        try:
+            print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         # Everything after the script is the script's: hooktui's options do not apply.
@@ -152,13 +167,4 @@ def main(argv: list[str] | None = None) -> int:
         elif args.traceback:
             traceback.print_exception(exc.__cause__ or exc)
         print(f"hooktui: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-
-class UserError(Exception):
-    """Bad input from the user: printed as one line, exit status 2. `details`: the
-    traceback `--traceback` shows (when it is not this exception's cause's)."""
-
-    def __init__(self, message: str, details: str | None = None) -> None:
-        super().__init__(message)
-        self.details = details
+        return exc.exit_status

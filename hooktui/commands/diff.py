@@ -14,7 +14,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from ..cli import UserError
+from ..errors import UserError
 from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
 from ..engine.records import Event
 from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file

@@ -18,7 +18,7 @@ import runpy
 import sys
 import traceback
 
-from ..cli import EXIT_BAD_INPUT
+from ..errors import EXIT_BAD_INPUT
 from ..loop import where
 from ..loop.errors import Quit
 
