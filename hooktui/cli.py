@@ -141,6 +141,11 @@ def _main(argv: list[str] | None) -> int:
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     if args.values is not None and args.command != "trace":
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
+    if args.command in ("open", "view"):
+        # The app takes the terminal: a parent process gives it back whatever ends the app.
+        from .supervise import supervise
+
+        supervise()
     try:
         if args.command == "trace":
             from .commands.trace import run_trace

@@ -24,4 +24,4 @@ class Interrupted(Exception):
     nothing saved."""
 
 
-INTERRUPTED_MESSAGE = "hooktui: interrupted (Ctrl+C); nothing was saved"
+INTERRUPTED_MESSAGE = "hooktui: interrupted (Ctrl+C)"

@@ -18,7 +18,7 @@ import runpy
 import sys
 import traceback
 
-from ..errors import EXIT_BAD_INPUT
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from ..loop import where
 from ..loop.errors import Quit
 
@@ -42,6 +42,9 @@ def run_script(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"hooktui: run: {script}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from ..supervise import supervise
+
+    supervise()  # the app may take the terminal: a parent process gives it back whatever ends it
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [script, *args.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -53,9 +56,9 @@ def run_script(argv: list[str]) -> int:
         return 0
     except SystemExit as exc:  # the script's own sys.exit()
         return _exit_code(exc)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C (SIGINT), in the script or in the app: one line
+        print(f"{INTERRUPTED_MESSAGE}; {script} stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BaseException:
         _print_script_traceback(script)
         return 1

@@ -29,7 +29,11 @@ WAIT_QUIETLY = 1.0  # seconds the step gets to stop before the program says it i
 
 
 def _run(app: App) -> None:
+    from ..supervise import app_gave_back_terminal, app_takes_terminal
+
+    app_takes_terminal()
     app.run()
+    app_gave_back_terminal()
 
 
 # How the app is run: on the terminal. Tests put Textual's pilot here.

@@ -141,3 +141,16 @@ def test_debug_in_a_forked_child_leaves_the_parents_trace(tmp_path):
     assert len(traces) == 1, traces
     assert len(traces[0].read_text().splitlines()) > 3, result.stderr
     assert result.stderr.count("recorded the step") == 1, result.stderr
+
+
+def test_view_and_diff_read_back_trace_json_that_stopped(tmp_path):
+    """hooktui reads its own output: `trace --json --stop-at-nonfinite > s.jsonl` then diff."""
+    out = tmp_path / "s.jsonl"
+    with open(out, "w") as stream:
+        process = _start("trace", SAMPLES / "nan_hunt.py", "--json", "--stop-at-nonfinite", stdout=stream)
+        _, err = process.communicate(timeout=180)
+    assert process.returncode == 3, err.decode()
+    assert '"stopped"' in out.read_text().splitlines()[-1]
+    result = subprocess.run([sys.executable, "-m", "hooktui", "diff", str(out), str(out)], cwd=ROOT, env=_env(),
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
