@@ -139,6 +139,12 @@ def _main(argv: list[str] | None) -> int:
         parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
     if args.against is not None and args.command not in ("view", "serve"):
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
+    if args.command in ("view", "diff"):
+        given = [flag for flag, value in (("--break-if", args.condition), ("--break-nonfinite", args.nonfinite),
+                                          ("--break-above/--stop-above", args.above), ("--nan-only", args.nan_only)) if value]
+        if given:
+            parser.error(f"{', '.join(given)}: value breakpoints stop a running model (hooktui MODEL, hooktui trace MODEL); "
+                         f"{args.command} reads a recorded run, where nothing runs to stop")
     if args.values is not None and args.command != "trace":
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
     if args.command in ("open", "view"):

@@ -168,3 +168,16 @@ def test_view_fails_before_any_ui(results):
             result = results[0][case]
             assert result.stdout == "" and "\x1b[" not in result.stderr
     assert ":2:" in results[0]["view_wrong_event_keys"].stderr and "surprise" in results[0]["view_wrong_event_keys"].stderr
+
+
+@pytest.mark.parametrize("flags", [["--break-if", "True"], ["--break-nonfinite"], ["--stop-above", "norm=3"]], ids=["if", "nonfinite", "above"])
+@pytest.mark.parametrize("command", ["view", "diff"])
+def test_value_breakpoints_are_refused_by_view_and_diff(tmp_path, command, flags, capsys):
+    """A recorded run has nothing to stop: said, not silently ignored (issue 24)."""
+    from hooktui.cli import main
+
+    files = ["a.jsonl", "b.jsonl"] if command == "diff" else ["a.jsonl"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, *files, *flags])
+    assert exit_info.value.code == 2
+    assert f"{command} reads a recorded run" in capsys.readouterr().err
