@@ -250,7 +250,8 @@ def _gradient(tensor: TensorRecord, side: str, forward: Event | None, who: str) 
         return Statement(f"{label} is None: {tensor.missing}.")
     text = f"{label}: gradient of the loss w.r.t. {subject} of {who}, shape {shape_text(tensor)}"
     if tensor.note:
-        text += f" — {tensor.note}"
+        note = tensor.note if len(tensor.note) <= NOTE_CHARS else f"{tensor.note[:NOTE_CHARS]}… {len(tensor.note) - NOTE_CHARS} more characters"
+        text += f" — {note}"
     original = _tensor_named(forward, target) if forward is not None else None
     if original is None:
         return Statement(text + ".")
