@@ -109,8 +109,11 @@ def _above(text: str) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `hooktui` command (`argv` None: this process's own arguments). Only then may the
+    process fork its terminal supervisor (hooktui/supervise.py): a caller that passes `argv`
+    (a test, another program) keeps one process."""
     try:
-        return _main(argv)
+        return _main(argv, supervised=argv is None)
     except (KeyboardInterrupt, Interrupted):
         # Ctrl+C anywhere (loading the model, tracing, saving): one line, not a traceback,
         # and never the model's error. A --save in progress leaves any previous file.
@@ -121,13 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, supervised: bool) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         # Everything after the script is the script's: hooktui's options do not apply.
         from .commands.run import run_script
 
-        return run_script(argv[1:])
+        return run_script(argv[1:], supervised=supervised)
     # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
     # command from a positional model path on its own.
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
@@ -147,7 +150,7 @@ def _main(argv: list[str] | None) -> int:
                          f"{args.command} reads a recorded run, where nothing runs to stop")
     if args.values is not None and args.command != "trace":
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
-    if args.command in ("open", "view"):
+    if supervised and args.command in ("open", "view"):
         # The app takes the terminal: a parent process gives it back whatever ends the app.
         from .supervise import supervise
 

@@ -6,7 +6,8 @@ segfault in the model's forward, SIGKILL, a signal whose default action kills th
 The terminal would stay in the alternate screen, in raw mode, with mouse reporting on and
 the cursor hidden.
 
-So `hooktui [open]`, `view` and `run`, when they have a terminal, fork first thing (before
+So `hooktui [open]`, `view` and `run` (the command itself, not `cli.main([...])` called by
+a test or another program), when they have a terminal, fork first thing (before
 torch is imported: the parent stays a few MB of plain Python). The child does the work, as
 before. The parent saved the terminal's mode (termios); it waits for the child and, when the
 child ended while the app held the terminal (the child says when it takes and gives back the

@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_script(argv: list[str]) -> int:
+def run_script(argv: list[str], supervised: bool = False) -> int:
+    """`supervised`: fork the terminal supervisor first (hooktui/supervise.py); only the
+    `hooktui` command itself does, never a caller in its own process (a test)."""
     args = _parser().parse_args(argv)
     script = args.script
     if os.path.isdir(script):
@@ -42,9 +44,10 @@ def run_script(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"hooktui: run: {script}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from ..supervise import supervise
+    if supervised:  # the app may take the terminal: a parent process gives it back whatever ends it
+        from ..supervise import supervise
 
-    supervise()  # the app may take the terminal: a parent process gives it back whatever ends it
+        supervise()
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [script, *args.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
