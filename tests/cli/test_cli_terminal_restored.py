@@ -143,3 +143,22 @@ def test_sigint_to_hooktui_run_with_the_app_open_is_130_and_one_line(tmp_path):
     _check(after, cooked)
     assert b"crashed" not in after and b"Traceback" not in after and b"after the step" not in after, after[-300:]
     assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C); " + str(script).encode() + b" stopped")
+
+
+def test_sigint_to_view_is_130_and_one_line(tmp_path):
+    import hostile
+
+    trace = hostile.write(tmp_path / "run.jsonl")
+    app = PtyApp("view", trace)
+    try:
+        app.wait_for(rb"forward_pre", 60)
+        time.sleep(0.3)
+        before = len(app.text())
+        app.process.send_signal(signal.SIGINT)
+        app.wait_exit(20)
+        after, cooked = _restored(app, before)
+    finally:
+        app.close()
+    assert app.process.returncode == 130, after[-300:]
+    _check(after, cooked)
+    assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C)") and b"Traceback" not in after
