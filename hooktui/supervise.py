@@ -17,8 +17,11 @@ after signal N), with one line saying what ended it.
 
 Signals sent to the parent (the pid a shell or a test knows: SIGTERM, SIGHUP, SIGINT,
 SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM) are passed on to the child; those the terminal sends to
-the whole foreground group reach the child already and are not sent twice. SIGKILL of the
-parent itself cannot be caught by anyone: the child then keeps running until it ends.
+the whole foreground group reach the child already and are not sent twice. A request to end
+that the app has not answered KILL_AFTER seconds later (one C call holds the GIL: no Python
+runs, not even a signal handler) is followed by SIGKILL of the child, and the terminal is
+restored here. SIGKILL of the parent itself cannot be caught by anyone: the child then keeps
+running until it ends.
 
 No torch, no Textual: this module is imported before either.
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 # What leaves a full-screen app's terminal state: the alternate screen (1049), mouse
 # reporting (1000, 1002, 1003, and the SGR / urxvt encodings 1006, 1015), focus events
@@ -38,6 +42,10 @@ RESTORE = (
 )
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM)
 TAKEN, GIVEN_BACK = b"T", b"G"
+# Requests to end: after one of these, an app that still holds the terminal KILL_AFTER
+# seconds later is killed (see _watch).
+ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+KILL_AFTER = 3.0
 
 _report_fd: int | None = None  # in the child: where it says it took or gave back the terminal
 
@@ -95,36 +103,66 @@ def supervise() -> None:
 
 
 def _watch(child: int, reports: int, saved) -> int:
-    """The parent: pass signals on, wait for the child, restore what it left."""
+    """The parent: pass signals on, wait for the child, restore what it left.
+
+    A termination request (SIGTERM, SIGHUP, SIGINT, SIGQUIT) that finds the app holding the
+    terminal is followed by SIGKILL of the child when it has not ended KILL_AFTER seconds
+    later: Python runs no signal handler while one C call holds the GIL (the app is then
+    frozen too), and the terminal is restored here either way."""
     os.set_blocking(reports, False)
     held = False
     status = None
+    deadline = None
+    requested = killed = None  # the ending signal asked for; the one that had to follow it
+    watched = {*FORWARDED, signal.SIGCHLD}
     while status is None:
-        info = signal.sigwaitinfo({*FORWARDED, signal.SIGCHLD})
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        info = signal.sigwaitinfo(watched) if timeout is None else signal.sigtimedwait(watched, timeout)
+        held = _read_marks(reports, held)
+        if info is None:  # the deadline passed
+            deadline = None
+            if held:
+                _kill(child, signal.SIGKILL)
+                killed = requested
+            continue
         if info.si_signo == signal.SIGCHLD:
             done, raw = os.waitpid(child, os.WNOHANG)
             if done:
                 status = raw
             continue
+        if info.si_signo in ENDING and held and deadline is None:
+            deadline = time.monotonic() + KILL_AFTER
+            requested = info.si_signo
         if info.si_pid == 0 and info.si_signo in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
             continue  # from the terminal, to the whole foreground group: the child has it
-        try:
-            os.kill(child, info.si_signo)
-        except ProcessLookupError:
-            pass
+        _kill(child, info.si_signo)
+    held = _read_marks(reports, held)
+    restored = _restore(saved) if held else False
+    if killed is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+        name = signal.Signals(killed).name
+        _say(f"hooktui: the app did not end within {KILL_AFTER:g} s of {name} (a C call holding Python's GIL?): "
+             f"killed" + ("; the terminal was restored" if restored else ""))
+        return 128 + killed
+    return _exit_status(status, held, restored)
+
+
+def _kill(child: int, signum: int) -> None:
+    try:
+        os.kill(child, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _read_marks(reports: int, held: bool) -> bool:
+    """Whether the app holds the terminal, after the child's latest reports."""
     try:
         while True:
             marks = os.read(reports, 4096)
             if not marks:
-                break
-            for mark in marks:
-                held = bytes([mark]) == TAKEN
-    except BlockingIOError:
-        pass
-    except OSError:
-        pass
-    restored = _restore(saved) if held else False
-    return _exit_status(status, held, restored)
+                return held
+            held = marks[-1:] == TAKEN
+    except (BlockingIOError, OSError):
+        return held
 
 
 def _restore(saved) -> bool:

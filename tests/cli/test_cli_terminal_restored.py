@@ -162,3 +162,49 @@ def test_sigint_to_view_is_130_and_one_line(tmp_path):
     assert app.process.returncode == 130, after[-300:]
     _check(after, cooked)
     assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C)") and b"Traceback" not in after
+
+
+GIL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+    class Busy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.fc = nn.Linear(3, 1)
+
+        def forward(self, x):
+            print("entering the busy forward")
+            sum(range(10**11))  # one C call that holds the GIL for minutes
+            return self.fc(x)
+
+    model = Busy()
+    inputs = torch.ones(2, 3)
+    """
+)
+
+
+def test_sigterm_ends_the_app_while_a_c_call_holds_the_gil(tmp_path):
+    """No Python runs, not even a signal handler: the supervisor kills the app's process
+    KILL_AFTER seconds after SIGTERM and restores the terminal (q cannot: README)."""
+    from hooktui.supervise import KILL_AFTER
+
+    model = tmp_path / "busy.py"
+    model.write_text(GIL)
+    app = PtyApp("open", model)
+    try:
+        app.wait_for(rb"paused", 60)
+        app.press("c")
+        time.sleep(2.0)  # into the forward: the app may not get to draw once the call holds the GIL
+        before = len(app.text())
+        app.process.send_signal(signal.SIGTERM)
+        elapsed = app.wait_exit(KILL_AFTER + 10)
+        after, cooked = _restored(app, before)
+    finally:
+        app.close()
+    assert app.process.returncode == 128 + signal.SIGTERM
+    assert elapsed < KILL_AFTER + 3, elapsed
+    _check(after, cooked)
+    assert b"did not end within" in after and b"the terminal was restored" in after
