@@ -208,3 +208,43 @@ def test_sigterm_ends_the_app_while_a_c_call_holds_the_gil(tmp_path):
     assert elapsed < KILL_AFTER + 3, elapsed
     _check(after, cooked)
     assert b"did not end within" in after and b"the terminal was restored" in after
+
+
+KEEPS_HANDLER = textwrap.dedent(
+    """
+    import signal
+    import torch
+    from torch import nn
+    import hooktui
+
+    signal.signal(signal.SIGUSR1, lambda *_: print("the program's own SIGUSR1 handler", flush=True))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = torch.ones(2, 3)
+    try:
+        hooktui.debug(model, lambda: model(x).sum())
+    except hooktui.Quit:
+        pass
+    print("after the step", flush=True)
+    """
+)
+
+
+def test_a_signal_that_ends_the_app_reaches_the_programs_own_handler(tmp_path):
+    """hooktui.debug in the user's program: SIGUSR1 (a cluster's "checkpoint now") ends the
+    app, the terminal comes back, then the program's own handler runs and it goes on."""
+    script = tmp_path / "train.py"
+    script.write_text(KEEPS_HANDLER)
+    app = PtyApp(str(script), python=True)
+    try:
+        app.wait_for(rb"paused", 60)
+        time.sleep(0.3)
+        before = len(app.text())
+        app.process.send_signal(signal.SIGUSR1)
+        app.wait_exit(20)
+        after, cooked = _restored(app, before)
+    finally:
+        app.close()
+    _check(after, cooked)
+    assert b"the program's own SIGUSR1 handler" in after, after[-300:]
+    assert app.process.returncode == 0, after[-300:]
