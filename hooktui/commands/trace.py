@@ -22,10 +22,9 @@ import json
 import os
 import sys
 
-from ..errors import Interrupted, UserError
-
 from ..engine.born import where_born
 from ..engine.trace_file import TraceFileError, check_save_path, event_json, write_trace
+from ..errors import Interrupted, UserError
 from ..visible import visible
 from .breaks import value_breakpoints
 from .common import load, session_for

@@ -1,8 +1,8 @@
 """Running the app as the process's one job (`hooktui open` and `hooktui view`).
 
 - The exit status says how it ended: 0 after `q`, 1 when the app crashed (Textual's own
-  status; never 0), 128 + N after signal N (SIGTERM, SIGHUP, SIGINT with one line, SIGQUIT, SIGUSR1/2,
-  SIGALRM: the terminal is restored first). Whatever Python cannot see (os._exit, a
+  status; never 0), 128 + N after signal N (SIGTERM, SIGHUP, SIGINT with one line, SIGQUIT,
+  SIGUSR1/2, SIGALRM: the terminal is restored first). What Python cannot see (os._exit, a
   segfault, SIGKILL) the supervising parent restores (hooktui/supervise.py).
 - What the model printed while the app held the terminal is written to stderr afterwards.
 - The process ends within moments of the app, whatever the model is doing: its thread is
@@ -19,10 +19,10 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from ..errors import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
+
 if TYPE_CHECKING:
     from .app import HooktuiApp
-
-from ..errors import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 
 MODEL_GRACE = 0.1  # seconds the model's thread gets to end on its own after the app
 EXIT_CRASHED = 1
