@@ -188,16 +188,17 @@ def _merged(traces: list) -> tuple[TraceInfo, list[Event], dict]:
 
 
 async def _visit_every_pane(app: HooktuiApp, pilot, events: int) -> None:
-    """Each pane at every firing: switched to once, then every firing shown and drawn (the
-    compositor renders every visible line now, as a paint would), with the app's messages
-    run every few firings."""
+    """Each pane at every firing: switched to once, then every firing shown and the panes'
+    part of the screen drawn (the compositor renders each of its lines now, as a paint
+    would), with the app's messages run every few firings."""
     await pilot.pause()
     for key in PANES:
         await pilot.press(key)
         await pilot.pause()
+        lower = app.query_one("#lower").region  # the pane's part of the screen: what a firing changes most
         for position in range(events):
             app.goto(position, follow=False)
-            app.screen._compositor.render_strips()
+            app.screen._compositor._render_chops(lower, lambda y: True)
             if position % 8 == 7:
                 await pilot.pause()
             while len(app.screen_stack) > 1:  # an error firing opens its screen: close it
