@@ -12,7 +12,9 @@ import math
 import sys
 import traceback
 
-EXIT_BAD_INPUT = 2
+from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, UserError
+
+__all__ = ["EXIT_BAD_INPUT", "UserError", "main"]
 # The diff's defaults (engine/compare.py's), here so that `--help` does not import it.
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
@@ -135,12 +137,28 @@ def _above(text: str) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `hooktui` command (`argv` None: this process's own arguments). Only then may the
+    process fork its terminal supervisor (hooktui/supervise.py): a caller that passes `argv`
+    (a test, another program) keeps one process."""
+    try:
+        return _main(argv, supervised=argv is None)
+    except (KeyboardInterrupt, Interrupted):
+        # Ctrl+C anywhere (loading the model, tracing, saving): one line, not a traceback,
+        # and never the model's error. A --save in progress leaves any previous file.
+        try:
+            print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None, supervised: bool) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         # Everything after the script is the script's: hooktui's options do not apply.
         from .commands.run import run_script
 
-        return run_script(argv[1:])
+        return run_script(argv[1:], supervised=supervised)
     # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
     # command from a positional model path on its own.
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
@@ -152,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
     if args.against is not None and args.command not in ("view", "serve"):
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
+    if args.command in ("view", "diff"):
+        given = [flag for flag, value in (("--break-if", args.condition), ("--break-nonfinite", args.nonfinite),
+                                          ("--break-above/--stop-above", args.above), ("--nan-only", args.nan_only)) if value]
+        if given:
+            parser.error(f"{', '.join(given)}: value breakpoints stop a running model (hooktui MODEL, hooktui trace MODEL); "
+                         f"{args.command} reads a recorded run, where nothing runs to stop")
     if args.values is not None and args.command != "trace":
         parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
     if (args.rtol is not None or args.atol is not None) and not (args.command == "diff" or args.against):
@@ -160,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json goes with trace and diff: hooktui trace MODEL --json")
     if args.save and args.command != "trace":
         parser.error("--save goes with trace: hooktui trace MODEL --save FILE")
+    if supervised and args.command in ("open", "view"):
+        # The app takes the terminal: a parent process gives it back whatever ends the app.
+        from .supervise import supervise
+
+        supervise()
     try:
         if args.command == "trace":
             from .commands.trace import run_trace
@@ -186,13 +215,4 @@ def main(argv: list[str] | None = None) -> int:
         elif args.traceback:
             traceback.print_exception(exc.__cause__ or exc)
         print(f"hooktui: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-
-class UserError(Exception):
-    """Bad input from the user: printed as one line, exit status 2. `details`: the
-    traceback `--traceback` shows (when it is not this exception's cause's)."""
-
-    def __init__(self, message: str, details: str | None = None) -> None:
-        super().__init__(message)
-        self.details = details
+        return exc.exit_status

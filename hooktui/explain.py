@@ -222,23 +222,37 @@ def _argument(tensor: TensorRecord) -> Statement:
     return Statement(f"`{tensor.name}`: {where}, shape {shape_text(tensor)}, {tensor.dtype}, {grad}.")
 
 
+def inside_brackets(name: str, prefix: str) -> str:
+    """`0` of `args[0]`, `mask` of `kwargs[mask]`: the text after `prefix` up to its `]`
+    (a name from a trace file may lack it: `args[0`, then the rest)."""
+    rest = name[len(prefix) :]
+    end = rest.find("]")
+    return rest if end < 0 else rest[:end]
+
+
+def input_subject(target: str) -> str:
+    """What a gradient's target names: `positional input 0` for `args[0]`, else the target."""
+    return f"positional input {inside_brackets(target, 'args[')}" if target.startswith("args[") else target
+
+
 def _position(name: str) -> str:
     if name.startswith("args["):
-        return f"positional argument {name[5:name.index(']')]}" + (f" ({name})" if name.count("[") > 1 else "")
+        return f"positional argument {inside_brackets(name, 'args[')}" + (f" ({name})" if name.count("[") > 1 else "")
     if name.startswith("kwargs["):
-        return "keyword argument " + name[len("kwargs[") : name.index("]")]
+        return "keyword argument " + inside_brackets(name, "kwargs[")
     return name
 
 
 def _gradient(tensor: TensorRecord, side: str, forward: Event | None, who: str) -> Statement:
     target = tensor.target or "?"
-    subject = f"positional input {target[5:target.index(']')]}" if target.startswith("args[") else target
+    subject = input_subject(target)
     label = f"`{tensor.name}`" + (" (an extra, not an argument of PyTorch's hook)" if tensor.extra else "")
     if tensor.is_missing:
         return Statement(f"{label} is None: {tensor.missing}.")
     text = f"{label}: gradient of the loss w.r.t. {subject} of {who}, shape {shape_text(tensor)}"
     if tensor.note:
-        text += f" — {tensor.note}"
+        note = tensor.note if len(tensor.note) <= NOTE_CHARS else f"{tensor.note[:NOTE_CHARS]}… {len(tensor.note) - NOTE_CHARS} more characters"
+        text += f" — {note}"
     original = _tensor_named(forward, target) if forward is not None else None
     if original is None:
         return Statement(text + ".")
@@ -247,8 +261,24 @@ def _gradient(tensor: TensorRecord, side: str, forward: Event | None, who: str) 
     return Statement(text + f" — but that {side} has shape {shape_text(original)} ✗", ok=False)
 
 
+NOTES_SHOWN = 20  # notes said in full; the rest are counted (a trace file may hold 1,000)
+NOTE_CHARS = 2_000  # characters of one note said; the rest are counted
+
+
 def _notes(event: Event) -> list[Statement]:
-    return [Statement(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".")) for note in event.notes]
+    out = [Statement(_sentence(note)) for note in event.notes[:NOTES_SHOWN]]
+    if len(event.notes) > NOTES_SHOWN:
+        out.append(Statement(f"… {len(event.notes) - NOTES_SHOWN} more notes"))
+    return out
+
+
+def _sentence(note: str) -> str:
+    """A note as a sentence: capitalized, a full stop at its end, and cut to NOTE_CHARS."""
+    if not note:
+        return "(An empty note.)"
+    if len(note) > NOTE_CHARS:
+        note = f"{note[:NOTE_CHARS]}… {len(note) - NOTE_CHARS} more characters"
+    return note[0].upper() + note[1:] + ("" if note.endswith(".") else ".")
 
 
 def _param_grads(event: Event, events: Sequence[Event], info: TraceInfo | None) -> list[Statement]:

@@ -19,10 +19,14 @@ from typing import Any
 
 from .engine.records import Event, LazyTensorRecord, TraceInfo
 
-# C0 controls, DEL and C1 controls; bidi marks, embeddings, overrides and isolates; the
-# Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# C0 controls, DEL and C1 controls; bidi marks (U+061C, U+200E, U+200F), embeddings,
+# overrides and isolates; the Unicode line and paragraph separators; and what draws nothing:
+# the soft hyphen, zero-width space, non-joiner and joiner (`fc\u200b1` would look like `fc1`;
+# a ZWJ joins emoji into one glyph of fewer cells than counted, shifting every column after
+# it), the word joiner and invisible operators, the Mongolian vowel separator, the BOM.
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u2028\u2029\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def _escape(match: re.Match) -> str:

@@ -92,3 +92,23 @@ def test_error_text_keeps_its_lines(field):
     event = _full_event()
     setattr(event.error, field, "first\nsecond\x1b[2J")
     assert getattr(visible_event(event).error, field) == "first\nsecond\\x1b[2J"
+
+
+@pytest.mark.parametrize("char", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u061c", "\u00ad", "\u180e"])
+def test_what_draws_nothing_is_made_visible(char):
+    """`fc\\u200b1` must not look like `fc1` (issue 24)."""
+    shown = visible(f"fc{char}1")
+    escape = f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    assert char not in shown and shown == f"fc{escape}1"
+    assert has_control(f"fc{char}1")
+
+
+def test_emoji_joined_by_zwj_take_the_cells_they_are_counted_for():
+    """A ZWJ sequence draws as one 2-cell glyph where Rich counts 4 cells, shifting every
+    column after it at 80x24; shown with its joiner escaped, each emoji is its own glyph."""
+    from rich.cells import cell_len
+
+    family = "\U0001F469\u200d\U0001F4BB"
+    shown = visible(f"{family}|")
+    assert "\u200d" not in shown
+    assert cell_len(shown) == 2 + len("\\u200d") + 2 + 1

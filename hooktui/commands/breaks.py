@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..cli import UserError
+from ..errors import UserError
 from ..engine.breakpoints import Breakpoint
 
 

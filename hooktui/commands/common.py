@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cli import UserError
+from ..errors import UserError
 from ..engine.loader import LoadedModel, LoadError, load_target
 from ..engine.session import Session
 from ..engine.stats import StatsOptions

@@ -14,7 +14,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from ..cli import DEFAULT_ATOL, DEFAULT_RTOL, UserError
+from ..errors import UserError
 from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
 from ..engine.records import Event
 from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
@@ -32,7 +32,8 @@ def read(path: str) -> LoadedTrace:
 
 def tolerance(args) -> Tolerance:
     values = {}
-    for name, default in (("rtol", DEFAULT_RTOL), ("atol", DEFAULT_ATOL)):
+    defaults = Tolerance()
+    for name, default in (("rtol", defaults.rtol), ("atol", defaults.atol)):
         value = getattr(args, name, None)
         value = default if value is None else value
         if not (math.isfinite(value) and value >= 0):

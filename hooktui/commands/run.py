@@ -18,7 +18,7 @@ import runpy
 import sys
 import traceback
 
-from ..cli import EXIT_BAD_INPUT
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from ..loop import where
 from ..loop.errors import GuardError, Quit
 
@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_script(argv: list[str]) -> int:
+def run_script(argv: list[str], supervised: bool = False) -> int:
+    """`supervised`: fork the terminal supervisor first (hooktui/supervise.py); only the
+    `hooktui` command itself does, never a caller in its own process (a test)."""
     args = _parser().parse_args(argv)
     script = args.script
     if os.path.isdir(script):
@@ -42,6 +44,10 @@ def run_script(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"hooktui: run: {script}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if supervised:  # the app may take the terminal: a parent process gives it back whatever ends it
+        from ..supervise import supervise
+
+        supervise()
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [script, *args.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -53,9 +59,9 @@ def run_script(argv: list[str]) -> int:
         return 0
     except SystemExit as exc:  # the script's own sys.exit()
         return _exit_code(exc)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C (SIGINT), in the script or in the app: one line
+        print(f"{INTERRUPTED_MESSAGE}; {script} stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BaseException:
         _print_script_traceback(script)
         return 1

@@ -19,7 +19,7 @@ import ipaddress
 import shlex
 import sys
 
-from ..cli import UserError
+from ..errors import UserError
 from .common import load
 
 LOOPBACK_NAMES = ("localhost",)

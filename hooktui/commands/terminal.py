@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..cli import UserError
+from ..errors import UserError
 
 
 def require_terminal(instead: str) -> None:

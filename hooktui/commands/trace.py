@@ -18,12 +18,14 @@ everywhere (the app, the table, --json, a saved file, the Explain pane's "#N"); 
 
 from __future__ import annotations
 
-from ..cli import UserError
 import json
+import os
+import sys
 
 from ..engine import device_errors
 from ..engine.born import where_born
 from ..engine.trace_file import TraceFileError, check_save_path, event_json, write_trace
+from ..errors import Interrupted, UserError
 from ..visible import visible
 from .breaks import value_breakpoints
 from .common import load, session_for
@@ -32,6 +34,7 @@ from .table import format_event, format_header
 
 
 EXIT_STOPPED = 3
+EXIT_FAILED_OUTPUT = 1  # stdout could not be written (not the model's fault, not bad input)
 
 
 def write_stop(write, events, stop, as_json: bool) -> None:
@@ -53,6 +56,20 @@ def write_stop(write, events, stop, as_json: bool) -> None:
             write("  " + visible(line))
 
 
+def _end_forked_child(exception: BaseException | None) -> None:
+    """A child the model forked (os.fork) unwound out of the run, with sys.exit or an
+    exception: it ends here with its own status, printing and saving nothing of hooktui's."""
+    code = 1 if exception is not None else 0
+    if isinstance(exception, SystemExit):
+        code = exception.code if isinstance(exception.code, int) else (0 if exception.code is None else 1)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+
+
 def run_trace(args) -> int:
     if args.save is not None:
         try:
@@ -72,6 +89,8 @@ def run_trace(args) -> int:
             session.gate.resume()  # run freely, stop at a breakpoint
         stopped = []
         closed = False
+        failed: list[OSError] = []  # stdout could not be written: the run is stopped, nothing saved
+        pid = os.getpid()
 
         def write(text: str) -> None:
             nonlocal closed
@@ -83,6 +102,10 @@ def run_trace(args) -> int:
                 closed = True
                 if not args.save:
                     session.quit()  # nobody is reading and nothing is to be saved
+            except OSError as exc:  # a full disk, an I/O error: said as such, never as the model's error
+                closed = True
+                failed.append(exc)
+                session.quit()
 
         if not args.json:
             write(format_header(session.trace.info))
@@ -100,8 +123,15 @@ def run_trace(args) -> int:
                 session.quit()
 
         trace = session.run(on_event=on_event, on_state=on_state)
-        if stopped:
+        if os.getpid() != pid:  # a process the model forked, ending through here: not ours to save or report
+            _end_forked_child(trace.exception)
+        if isinstance(trace.exception, KeyboardInterrupt):  # Ctrl+C: the run did not end, keep any previous file
+            raise Interrupted()
+        if stopped and not failed:
             write_stop(write, trace.events, stopped[0], args.json)
+    if failed:
+        kept = f"; {args.save} was not written (any previous file is unchanged)" if args.save else ""
+        raise UserError(f"cannot write to standard output: {failed[0].strerror or failed[0]}{kept}", exit_status=EXIT_FAILED_OUTPUT)
     if args.save:
         try:
             write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])

@@ -7,7 +7,7 @@ that differs is marked ≠ in the timeline, and the app opens at the first diver
 
 from __future__ import annotations
 
-from ..cli import UserError
+from ..errors import UserError
 from ..engine.trace_file import TraceFileError, read_trace_file
 
 

@@ -3,7 +3,7 @@
 A record names a file, and a trace file may come from a stranger: `/dev/tty` would freeze
 the reader, `/dev/zero` eat memory, `/proc/self/environ` show the environment. So a file is
 read only when it is a regular Python file (`.py`) of at most SOURCE_FILE_MAX bytes, opened
-without blocking. Saved traces carry the lines around each call site (`lines_near`), so that
+without blocking; a symlink is resolved first, and the rules apply to its target. Saved traces carry the lines around each call site (`lines_near`), so that
 `hooktui view` needs no file at all. No torch, no Textual.
 """
 
@@ -24,9 +24,13 @@ def read_source_file(filename: str) -> list[str] | None:
     if not filename.endswith(SUFFIXES):
         return None
     try:
-        if not _small_regular(os.stat(filename)):
+        # The rules apply to what the name leads to: `model.py` may be a symlink to
+        # /etc/shadow or /dev/tty. The resolved path is opened, and not through a symlink.
+        target = os.path.realpath(filename)
+        if not target.endswith(SUFFIXES) or not _small_regular(os.stat(target)):
             return None
-        fd = os.open(filename, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(target, flags)
     except (OSError, ValueError):
         return None
     try:

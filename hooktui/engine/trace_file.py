@@ -361,6 +361,12 @@ def _values_fit(tensor: TensorRecord) -> None:
             f"values_shape {tensor.values_shape} needs {math.prod(tensor.values_shape)} values, the record holds {len(tensor.values)}",
             ".values_shape",
         )
+    shape = tensor.shape
+    if tensor.values_shape is not None and shape is not None and (
+        len(shape) != len(tensor.values_shape) or any(k > n for k, n in zip(tensor.values_shape, shape))
+    ):
+        # The block is t[:k0, :k1, ...]: never larger than the tensor, in any dimension.
+        raise _Invalid(f"values_shape {tensor.values_shape} is not a leading block of shape {shape}", ".values_shape")
 
 
 # Checks across the fields of one record, after each field passed its own.
@@ -522,12 +528,25 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
     number, line = first
     header = _parse(path, number, line)
     if isinstance(header, dict) and "format" not in header and "index" in header and "hook" in header:
-        # `hooktui trace --json` output: the same event records without a header.
-        events = [_event(path, number, header)] + [_event(path, n, _parse(path, n, text)) for n, text in lines]
-        return LoadedTrace(info=_info_from_events(path, events), events=events, headerless=True)
+        # `hooktui trace --json` output: the same event records without a header, and
+        # after a value breakpoint one last `{"stopped": ...}` record (where the run stopped).
+        events = [_event(path, number, header)]
+        stopped_at = None
+        for n, text in lines:
+            data = _parse(path, n, text)
+            if type(data) is dict and "stopped" in data:
+                stopped_at = _stopped(path, n, data)
+            elif stopped_at is not None:
+                raise TraceFileError(f"{path}:{n}: a firing after the run's `stopped` record")
+            else:
+                events.append(_event(path, n, data))
+        info = _info_from_events(path, events)
+        info.stopped_at = stopped_at
+        return LoadedTrace(info=info, events=events, headerless=True)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise TraceFileError(f"{path}: not a hooktui trace (write one with `hooktui trace MODEL --save FILE`)")
-    if header.get("version") != VERSION:
+    version = header.get("version")
+    if type(version) is not int or version != VERSION:  # `true` and `1.0` equal 1 in Python: not in a trace file
         raise TraceFileError(f"{path}: trace format version {_got(header.get('version'))}, this hooktui reads {VERSION}")
     unknown = set(header) - {"format", "version", "info", "sources"}
     if unknown:
@@ -552,6 +571,34 @@ def _event(path: Path, number: int, data: Any) -> Event:
         if len(where) > 100:  # a deep node tree: the start and the end say enough
             where = where[:40] + "…" + where[-40:]
         raise TraceFileError(f"{path}:{number}: {where}: {exc.what}") from None
+
+
+# `trace --json`'s last record after a value breakpoint: {"stopped": {"index", "breakpoint",
+# "reason", "born"}}. Only the index is kept (the app says why it stopped from the firings).
+STOPPED = {"index": COUNT, "breakpoint": text(TEXT_MAX), "reason": text(TEXT_MAX), "born": lambda value: None}
+
+
+def _stopped(path: Path, number: int, data: dict) -> int:
+    """The firing index a `{"stopped": ...}` record names, every field of it checked."""
+    try:
+        if set(data) != {"stopped"}:
+            raise _Invalid(f"unknown field {sorted(map(str, set(data) - {'stopped'}))[0][:40]!r} beside stopped")
+        body = data["stopped"]
+        if type(body) is not dict:
+            raise _Invalid(f"expected an object, got {_got(body)}", ".stopped")
+        for key, value in body.items():
+            check = STOPPED.get(key)
+            if check is None:
+                raise _Invalid(f"unknown field {str(key)[:40]!r} for stopped", ".stopped")
+            try:
+                check(value)
+            except _Invalid as exc:
+                raise exc.inside(f".stopped.{key}") from None
+        if "index" not in body:
+            raise _Invalid("missing field 'index' of stopped", ".stopped")
+        return body["index"]
+    except _Invalid as exc:
+        raise TraceFileError(f"{path}:{number}: {exc.where.lstrip('.') or 'stopped'}: {exc.what}") from None
 
 
 def _info_from_events(path: Path, events: list[Event]) -> TraceInfo:

@@ -12,6 +12,7 @@ raises hooktui.Quit when the app was quit before the step ended.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,6 +57,7 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
     app = where.opens_app()
     distributed = where.process_rank() is not None
     path = where.new_trace_path() if distributed or not app else None  # checked before the step runs
+    pid = os.getpid()
     session = Session(
         model,
         None if user_step is not None else step,
@@ -74,7 +76,10 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
             in_app.debug_in_app(session, call_site, on_quit)
         else:
             session.run()
-    if path is not None:
+    # Only the process that called debug() writes its trace: a process the step forked
+    # (os.fork, a fork-started worker) that unwinds through here with sys.exit must not
+    # replace the parent's file with its own few firings.
+    if path is not None and os.getpid() == pid:
         _save(session.trace, path)
     return _outcome(session.trace, call_site)
 

@@ -29,7 +29,11 @@ WAIT_QUIETLY = 1.0  # seconds the step gets to stop before the program says it i
 
 
 def _run(app: App) -> None:
+    from ..supervise import app_gave_back_terminal, app_takes_terminal
+
+    app_takes_terminal()
     app.run()
+    app_gave_back_terminal()
 
 
 # How the app is run: on the terminal. Tests put Textual's pilot here.
@@ -41,7 +45,7 @@ def debug_in_app(session: Session, call_site: str, on_quit: str) -> None:
 
     app = DebugApp(session=session, call_site=call_site, on_quit=on_quit)
     app.exit_on_signals = True
-    with _stdout_aside():
+    with _stdout_aside(), _program_signal_handlers():
         open_app(app)
     write_model_output(app.model_output)
     status = exit_status(app)
@@ -65,7 +69,8 @@ def show_recorded(app: App) -> None:
     """The app on recorded firings (hooktui.guard's on_error="debug"): no step to wait for;
     a signal reaches the program once the terminal is back."""
     app.exit_on_signals = True
-    open_app(app)
+    with _program_signal_handlers():
+        open_app(app)
     status = exit_status(app)
     if status > 128:
         signal.raise_signal(status - 128)
@@ -83,6 +88,25 @@ def _wait_for_step(app: App) -> None:
     )
     while not source.join(0.5):
         pass
+
+
+@contextlib.contextmanager
+def _program_signal_handlers() -> Iterator[None]:
+    """The program's own handlers of the signals the app takes while it is open (a SIGUSR1
+    checkpoint handler, a SIGALRM timeout): put back after it, before the signal that ended
+    the app is raised again (asyncio leaves SIG_DFL behind)."""
+    from ..ui.app import EXIT_SIGNALS
+
+    saved = {signum: signal.getsignal(signum) for signum in EXIT_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None:
+                try:
+                    signal.signal(signum, handler)
+                except (ValueError, OSError):  # not the main thread
+                    pass
 
 
 @contextlib.contextmanager

@@ -59,7 +59,8 @@ def trace_folder() -> Path:
     folder = os.environ.get("HOOKTUI_DIR", "").strip()
     path = Path(folder) if folder else Path.cwd()
     if not path.is_dir():
-        raise ValueError(f"HOOKTUI_DIR={folder!r}: no such folder (hooktui writes its trace files there)")
+        what = "not a folder" if path.exists() else "no such folder"
+        raise ValueError(f"HOOKTUI_DIR={folder!r}: {what} (hooktui writes its trace files there)")
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValueError(f"{path}: cannot write trace files in this folder (set HOOKTUI_DIR to one you can write)")
     return path
@@ -69,13 +70,22 @@ def new_trace_path() -> Path:
     """A trace file name not used yet: hooktui-<pid>-<n>[-rank<r>].jsonl."""
     folder = trace_folder()
     rank = process_rank()
-    suffix = "" if rank is None else f"-rank{rank}"
+    suffix = "" if rank is None else f"-rank{_bounded(rank)}"
     while True:
         with _counter_lock:
             n = next(_counter)
         path = folder / f"hooktui-{os.getpid()}-{n}{suffix}.jsonl"
         if not path.exists():  # a pid seen before in this folder: never overwrite its trace
             return path
+
+
+RANK_DIGITS = 20  # a rank's digits in a file name; a longer one (RANK=<300 digits>) is cut
+
+
+def _bounded(rank: int) -> str:
+    """The rank as it goes in a file name, never long enough to make the name too long."""
+    digits = str(rank)
+    return digits if len(digits) <= RANK_DIGITS else f"{digits[:RANK_DIGITS]}_{len(digits)}digits"
 
 
 def shown(path: Path) -> str:

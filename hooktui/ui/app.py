@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 # While the model runs freely, the timeline and status follow at most this often, and the
 # heavier panes (tree marks, tensors, values, autograd) at most every RUNNING_PANES seconds:
 # the UI thread shares the GIL with the model's.
+# Signals that end the app with the terminal restored and exit status 128 + N (only for
+# the process's own app: exit_on_signals). Their default actions would kill the process
+# with the terminal raw; SIGINT's would raise KeyboardInterrupt inside the app.
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM)
 RUNNING_REDRAW = 0.1
 RUNNING_PANES = 0.5
 RUNNING_DRAIN = 0.05
@@ -107,7 +111,7 @@ class HooktuiApp(NavigationActions, App):
         self.source_path = source_path
         self.show_timings = show_timings
         self.against = against  # `view A --against B`: the other run, compared
-        # SIGTERM / SIGHUP end the app (terminal restored) instead of killing the process
+        # EXIT_SIGNALS end the app (terminal restored) instead of killing the process
         # with the terminal still in raw mode; only for the process's own app (hooktui.ui.process).
         self.exit_on_signals = exit_on_signals
         # What the model printed while the app owned the terminal; written out after it.
@@ -161,7 +165,7 @@ class HooktuiApp(NavigationActions, App):
     def on_mount(self) -> None:
         if self.exit_on_signals:
             loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGHUP):
+            for signum in EXIT_SIGNALS:
                 loop.add_signal_handler(signum, self._exit_on_signal, signum)
         # The model's print() would be lost behind the app: keep it for after.
         self.begin_capture_print(self, stdout=True, stderr=True)

@@ -1,7 +1,9 @@
 """Running the app as the process's one job (`hooktui open` and `hooktui view`).
 
 - The exit status says how it ended: 0 after `q`, 1 when the app crashed (Textual's own
-  status; never 0), 128 + N after signal N (SIGTERM, SIGHUP: the terminal is restored first).
+  status; never 0), 128 + N after signal N (SIGTERM, SIGHUP, SIGINT with one line, SIGQUIT,
+  SIGUSR1/2, SIGALRM: the terminal is restored first). What Python cannot see (os._exit, a
+  segfault, SIGKILL) the supervising parent restores (hooktui/supervise.py).
 - What the model printed while the app held the terminal is written to stderr afterwards.
 - The process ends within moments of the app, whatever the model is doing: its thread is
   told to quit, but a model inside a 30 s forward or an endless loop only notices at its
@@ -17,6 +19,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from ..errors import EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
+
 if TYPE_CHECKING:
     from .app import HooktuiApp
 
@@ -25,12 +29,20 @@ EXIT_CRASHED = 1
 
 
 def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
+    from ..supervise import app_gave_back_terminal, app_takes_terminal
+
     app.exit_on_signals = True
     status = EXIT_CRASHED
     try:
+        if not headless:
+            app_takes_terminal()
         app.run(headless=headless)
+        if not headless:
+            app_gave_back_terminal()
         status = exit_status(app)
         write_model_output(app.model_output)
+        if status == EXIT_INTERRUPTED:
+            _say(INTERRUPTED_MESSAGE)
     finally:
         app.source.join(MODEL_GRACE)
         if not headless:  # headless: in-process tests, which must live on
@@ -41,6 +53,13 @@ def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
                     pass
             os._exit(status)
     return status
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def write_model_output(output: list[str]) -> None:

@@ -253,3 +253,16 @@ def test_a_file_that_is_not_python_is_not_run_as_python(tmp_path, name, words, c
     assert main(["trace", str(path)]) == 2
     captured = capfd.readouterr()  # the file descriptors: os.system's echo would write there
     assert words in captured.err and "ran" not in captured.out
+
+
+@pytest.mark.parametrize("flags", [["--break-if", "True"], ["--break-nonfinite"], ["--stop-above", "norm=3"]], ids=["if", "nonfinite", "above"])
+@pytest.mark.parametrize("command", ["view", "diff"])
+def test_value_breakpoints_are_refused_by_view_and_diff(tmp_path, command, flags, capsys):
+    """A recorded run has nothing to stop: said, not silently ignored (issue 24)."""
+    from hooktui.cli import main
+
+    files = ["a.jsonl", "b.jsonl"] if command == "diff" else ["a.jsonl"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, *files, *flags])
+    assert exit_info.value.code == 2
+    assert f"{command} reads a recorded run" in capsys.readouterr().err

@@ -63,3 +63,16 @@ def test_a_saved_trace_carries_its_source_lines(tmp_path):
     loaded = read_trace_file(tmp_path / "t.jsonl")
     assert loaded.sources[str(model)][20] == "x20 = 20"
     assert min(loaded.sources[str(model)]) == 20 - CONTEXT
+
+
+def test_a_python_named_link_to_a_non_python_file_is_not_read(tmp_path):
+    """The rules apply to the symlink's target (issue 24): `model.py -> secret.txt` is not shown."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password = hunter2\n")
+    link = tmp_path / "model.py"
+    link.symlink_to(secret)
+    assert read_source_file(str(link)) is None
+    real = tmp_path / "real.py"
+    real.write_text("x = 1\n")
+    (tmp_path / "alias.py").symlink_to(real)
+    assert read_source_file(str(tmp_path / "alias.py")) == ["x = 1"]  # a link to a Python file is fine

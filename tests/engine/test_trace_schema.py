@@ -217,3 +217,46 @@ def test_header_writer_and_reader_agree(tmp_path):
         write_header(out, info, {"m.py": {3: "y = f(x)", 4: ""}})
     loaded = read_trace_file(path)
     assert loaded.info == info and loaded.sources == {"m.py": {3: "y = f(x)", 4: ""}} and loaded.events == []
+
+
+# -- issue 24 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("version", [True, 1.0, "1"], ids=["true", "1.0", "string"])
+def test_a_version_that_only_equals_1_is_refused(tmp_path, version):
+    with pytest.raises(TraceFileError, match="trace format version"):
+        read_trace_file(write(tmp_path, GOOD_EVENT, header={**HEADER, "version": version}))
+
+
+def test_a_values_block_larger_than_its_tensor_is_refused(tmp_path):
+    """A claimed size is bounded by another before anything is built from it: the block is
+    t[:k0, :k1], never larger than the tensor (values [] of values_shape [2**63-1, 0])."""
+    event = changed(tensors__0__values=[], tensors__0__values_shape=[2**63 - 1, 0])
+    with pytest.raises(TraceFileError, match=r"tensors\[0\]\.values_shape: values_shape .* is not a leading block of shape"):
+        read_trace_file(write(tmp_path, event))
+
+
+def test_trace_json_with_its_stopped_record_reads_back(tmp_path):
+    """`trace --json --stop-at-nonfinite > s.jsonl` ends with {"stopped": ...}: view and
+    diff read it (the firing it names becomes where the app opens)."""
+    stopped = {"stopped": {"index": 0, "breakpoint": "nonfinite", "reason": "NaN in output", "born": {"seen": 0, "lines": ["x"]}}}
+    loaded = read_trace_file(write(tmp_path, GOOD_EVENT, stopped, header=None))
+    assert loaded.headerless and len(loaded.events) == 1 and loaded.info.stopped_at == 0
+
+
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"stopped": {"index": "zero"}}, "stopped.index: expected an integer"),
+        ({"stopped": {"index": 0, "evil": 1}}, "stopped: unknown field 'evil' for stopped"),
+        ({"stopped": {"index": 0}, "more": 1}, "stopped: unknown field 'more' beside stopped"),
+        ({"stopped": {}}, "stopped: missing field 'index' of stopped"),
+        ({"stopped": []}, "stopped: expected an object"),
+    ],
+)
+def test_a_bad_stopped_record_is_one_message(tmp_path, record, message):
+    with pytest.raises(TraceFileError, match=f":2: {message}"):
+        read_trace_file(write(tmp_path, GOOD_EVENT, record, header=None))
+
+
+def test_a_firing_after_the_stopped_record_is_refused(tmp_path):
+    with pytest.raises(TraceFileError, match=":3: a firing after"):
+        read_trace_file(write(tmp_path, GOOD_EVENT, {"stopped": {"index": 0}}, GOOD_EVENT, header=None))

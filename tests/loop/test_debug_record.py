@@ -70,6 +70,25 @@ def test_a_bad_hooktui_dir_is_refused_before_the_step_runs(monkeypatch, tmp_path
     assert ran == []
 
 
+def test_a_hooktui_dir_that_is_a_file_is_said_to_be_no_folder(monkeypatch, tmp_path):
+    _no_terminal(monkeypatch)
+    monkeypatch.setenv("HOOKTUI_DIR", "/etc/passwd")
+    net, _ = net_and_twin()
+    with pytest.raises(ValueError, match="HOOKTUI_DIR='/etc/passwd': not a folder"):
+        hooktui.debug(net, lambda: None)
+
+
+def test_a_300_digit_rank_still_records(monkeypatch, tmp_path, capsys):
+    """The rank goes in the file name, cut short: never `OSError: File name too long`."""
+    _no_terminal(monkeypatch)
+    monkeypatch.setenv("RANK", "7" * 300)
+    net, _ = net_and_twin()
+    x, y = batch()
+    hooktui.debug(net, lambda: F.cross_entropy(net(x), y))
+    (path,) = tmp_path.glob("hooktui-*.jsonl")
+    assert len(path.name) < 100 and "rank77777" in path.name
+
+
 @pytest.mark.parametrize("env,opens", [({"RANK": "3", "HOOKTUI_RANK": "3"}, True), ({"RANK": "3"}, False), ({"LOCAL_RANK": "0"}, True)])
 def test_under_torchrun_only_hooktui_rank_opens_the_app_and_every_rank_records(monkeypatch, tmp_path, env, opens):
     for name, value in env.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 from torch import nn
 
@@ -215,3 +216,15 @@ def test_bars_are_log_scaled_and_fixed():
     assert bar(1e-2, 8) == "████    "
     assert bar(1e-2, 8, light=1e1) == "████░░  "
     assert short_number(3.14159e-5) == "3.1e-5" and short_number(0.0) == "0" and short_number(None) == "None"
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(float("-inf"), "-inf"), (float("inf"), "inf"), (float("nan"), "nan"), (-1.0e308, "-1e308"), (1.0e308, "1.0e308"),
+     (-2.5e-5, "-2.5e-5"), (0.0, "0")],
+)
+def test_short_number_fits_its_column_and_keeps_the_sign(value, text):
+    """An absmax of -inf (a trace file's) is -inf, not inf; -1.0e308 fits the 7 cells (issue 24)."""
+    from hooktui.ui.widgets.overview import NUMBER, short_number
+
+    assert short_number(value) == text and len(text) <= NUMBER

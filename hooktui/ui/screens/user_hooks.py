@@ -66,13 +66,15 @@ class UserHooksScreen(ModalScreen[None]):
     def _row(self, hook: UserHookInfo) -> tuple:
         where = hook.where.rsplit("/", 1)[-1]
         flags = f" [{', '.join(hook.flags)}]" if hook.flags else ""
+        # Text, never str: a DataTable reads a str cell as markup, and a name from a trace
+        # file may be `[/]`.
         return (
-            Text("●", "bold red") if hook.id in self._breaks else "",
-            hook.function,
-            hook.kind + flags,
-            hook.owner,
-            where if hook.registered_at is None else f"{where} (registered {hook.registered_at})",
-            str(self._hits.get(hook.id, 0)),
+            Text("●", "bold red") if hook.id in self._breaks else Text(""),
+            Text(hook.function),
+            Text(hook.kind + flags),
+            Text(hook.owner),
+            Text(where if hook.registered_at is None else f"{where} (registered {hook.registered_at})"),
+            Text(str(self._hits.get(hook.id, 0))),
         )
 
     def action_toggle_break(self) -> None:

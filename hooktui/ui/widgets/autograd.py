@@ -20,11 +20,20 @@ def seq_text(seq_nr: int | None) -> str:
     return "-" if seq_nr is None or seq_nr >= _NO_SEQ else str(seq_nr)
 
 
+# A trace file may give one node 10,000 inputs and as many saved tensors, 32 levels deep:
+# the pane draws a bounded part and counts the rest ("… N more").
+SAVED_SHOWN = 20
+CHILDREN_SHOWN = 50  # next_functions of one node
+TREE_MAX = 400  # nodes in the whole tree
+
+
 def saved_text(saved: dict) -> str:
     parts = []
-    for name, value in saved.items():
+    for name, value in list(saved.items())[:SAVED_SHOWN]:
         shape = "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")" if isinstance(value, list) else str(value)
         parts.append(f"{name} {shape}")
+    if len(saved) > SAVED_SHOWN:
+        parts.append(f"… {len(saved) - SAVED_SHOWN} more")
     return ", ".join(parts)
 
 
@@ -109,6 +118,7 @@ class AutogradPane(Vertical):
         tree.display = node is not None
         tree.root.set_label(Text("next_functions (inputs of the node)", style="bold"))
         if node is not None:
+            self._budget = TREE_MAX
             self._add(tree.root, node.next, node.truncated)
         tree.root.expand_all()
 
@@ -135,7 +145,11 @@ class AutogradPane(Vertical):
         return text
 
     def _add(self, parent: TreeNode, children: list[NodeRecord | None], truncated: bool) -> None:
-        for child in children:
+        for shown, child in enumerate(children):
+            if shown >= CHILDREN_SHOWN or self._budget <= 0:
+                parent.add_leaf(Text(f"… {len(children) - shown} more", style="dim"))
+                return
+            self._budget -= 1
             if child is not None and (child.next or child.truncated):
                 branch = parent.add(node_label(child))
                 self._add(branch, child.next, child.truncated)

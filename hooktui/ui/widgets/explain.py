@@ -18,10 +18,11 @@ from rich.text import Text
 from ...engine.born import where_born
 from ...engine.breakpoints import Stop
 from ...engine.records import Event, TraceInfo
-from ...explain import Statement, explain
+from ...explain import NOTE_CHARS, NOTES_SHOWN, Statement, explain, input_subject
 from ...format import shape_text
 from .text_view import TextView
 
+STATEMENTS_SHOWN = 300  # statements drawn; the rest are counted (each paint stays bounded)
 MARK = {True: ("✓ ", "bold green"), False: ("✗ ", "bold red"), None: ("• ", "dim")}
 
 
@@ -71,15 +72,19 @@ def side_by_side(legacy: Event, full: Event, events: Sequence[Event], info: Trac
             continue
         shape = "None" if tensor.is_missing else shape_text(tensor)
         left.append(_entry(tensor.name, shape, f"= grad w.r.t. {tensor.target or '?'}", "yellow"))
-    for note in legacy.notes:
+    for note in legacy.notes[:NOTES_SHOWN]:
+        if len(note) > NOTE_CHARS:
+            note = f"{note[:NOTE_CHARS]}… {len(note) - NOTE_CHARS} more characters"
         left.append(Text(("✗ " if "≠" in note.split(":")[0] else "") + note, "red" if "≠" in note.split(":")[0] else "italic"))
+    if len(legacy.notes) > NOTES_SHOWN:
+        left.append(Text(f"… {len(legacy.notes) - NOTES_SHOWN} more notes", "dim"))
     right: list[RenderableType] = [Text.assemble(("attached to ", "dim"), ("the module", "bold"), (" (its inputs and outputs)", "dim"))]
     for tensor in full.tensors:
         if tensor.is_missing:
             right.append(_entry(tensor.name, "None", f"= {tensor.target or '?'}: {tensor.missing}", "yellow"))
         else:
             target = tensor.target or "?"
-            what = f"positional input {target[5:target.index(']')]}" if target.startswith("args[") else target
+            what = input_subject(target)
             right.append(_entry(tensor.name, shape_text(tensor), f"= grad w.r.t. {what} ({target})"))
     arrived = {t.target: e.index for e in events if e.hook == "param_grad" and e.module == full.module for t in e.tensors}
     module = next((m for m in info.modules if m.name == full.module), None) if info else None
@@ -153,7 +158,10 @@ class ExplainPane(TextView):
         said = stop is not None and stop.breakpoint.kind not in ("module", "user_hook")
         parts: list[RenderableType] = [stop_text(stop, events), Text("")] if said else []
         pair = call_partner(event, events, hidden)
-        body = Text("\n").join(statement_text(s) for s in self.statements)
+        shown = self.statements[:STATEMENTS_SHOWN]
+        if len(self.statements) > STATEMENTS_SHOWN:  # a firing of 10,000 tensors: a bounded paint
+            shown.append(Statement(f"… {len(self.statements) - STATEMENTS_SHOWN} more"))
+        body = Text("\n").join(statement_text(s) for s in shown)
         if pair is not None and event.hook == "legacy_backward":
             parts += [side_by_side(*pair, events, info), Text(""), body]
         elif pair is not None:

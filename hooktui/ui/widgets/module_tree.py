@@ -12,6 +12,9 @@ from textual.widgets.tree import TreeNode
 from ...engine.records import ModuleInfo, TraceInfo
 
 CURRENT, BREAK, VISITED, USER_HOOKS = "▶", "●", "✓", "H"
+# Modules the tree holds: a trace file's header may list a million; building and relabelling
+# (at every resize) that many nodes froze the app for tens of seconds. The rest are counted.
+MODULES_SHOWN = 5_000
 
 
 def fit_type(type_name: str, room: int) -> str:
@@ -44,9 +47,15 @@ class ModuleTree(Tree[str]):
         self._module_nodes: dict[str, TreeNode[str]] = {"": self.root}
         self._marks: dict[str, tuple[bool, bool, bool]] = {}
         self._hooked: set[str] = set()
+        shown = 0
         for module in info.modules:
             if module.name == "":
                 continue
+            if shown == MODULES_SHOWN:
+                more = len(info.modules) - MODULES_SHOWN - (1 if root is info.modules[0] else 0)
+                self.root.add_leaf(Text(f"… {more:,} more modules (the tree shows the first {MODULES_SHOWN:,})", "dim"), data=None)
+                break
+            shown += 1
             parent = self._module_nodes.get(module.parent or "", self.root)
             node = parent.add("", data=module.name, expand=True)
             self._module_nodes[module.name] = node

@@ -65,16 +65,23 @@ def bar(solid: float | None, width: int, light: float | None = None) -> str:
 
 
 def short_number(value: float | None) -> str:
-    """At most 7 characters: 0, 3.1e-5, 1.2e+3 style with a one-digit mantissa."""
+    """At most 7 characters: 0, 3.1e-5, 1.2e+3 style with a one-digit mantissa (no decimal
+    where the exponent needs the room: -1e308). NaN and +/-Inf (a trace file may hold them
+    anywhere) are nan, inf, -inf."""
     if value is None:
         return "None"
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     if value == 0:
         return "0"
-    if math.isinf(value):
-        return "inf"
-    text = f"{value:.1e}"
-    mantissa, _, exponent = text.partition("e")
-    return f"{mantissa}e{int(exponent)}"
+    for digits in (1, 0):
+        mantissa, _, exponent = f"{value:.{digits}e}".partition("e")
+        text = f"{mantissa}e{int(exponent)}"
+        if len(text) <= NUMBER:
+            return text
+    return text
 
 
 # Column groups: (key, title); each is a number and a bar. `grad_input` goes first when narrow.

@@ -90,6 +90,9 @@ def grid(tensor: TensorRecord, n: int) -> tuple[list[list[float]], list[int]]:
     rows, cols = block[-2], block[-1]
     start = n * rows * cols
     chunk = values[start : start + rows * cols]
+    # As many rows as the values fill, never as many as a trace file claims (values_shape
+    # [2**63-1, 0] holds no value: no row to build).
+    rows = min(rows, -(-len(chunk) // cols)) if cols else 0
     return [chunk[r * cols : (r + 1) * cols] for r in range(rows)], slice_index(block, n)
 
 
