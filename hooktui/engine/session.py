@@ -408,4 +408,7 @@ def record(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor]
     If the model raises, the trace ends with an `error` event and `trace.failed` is true.
     The model is left exactly as it was found.
     """
-    return Session(model, inputs, loss_fn, pause=False, **kwargs).run()
+    from .one_run import claimed
+
+    with claimed("record"):
+        return Session(model, inputs, loss_fn, pause=False, **kwargs).run()

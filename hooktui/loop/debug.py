@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..engine.one_run import claimed
 from ..engine.session import Session, Trace
 from ..engine.thread_state import ThreadState
 from ..engine.trace_file import write_trace
@@ -53,6 +54,11 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
     user_step = step if callable(step) and not isinstance(step, (torch.Tensor, nn.Module)) else None
     if user_step is not None and loss_fn is not None:
         raise TypeError("hooktui.debug: loss_fn goes with inputs; a step callable computes its loss itself")
+    with claimed("debug"):
+        return _debug(model, step, loss_fn, user_step, on_quit)
+
+
+def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str) -> torch.Tensor:
     call_site = where.call_site()
     app = where.opens_app()
     distributed = where.process_rank() is not None

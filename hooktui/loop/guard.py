@@ -46,6 +46,7 @@ from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
+from ..engine.one_run import claimed
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
@@ -153,6 +154,7 @@ class Guard:
         self._lines: hunt.CreationLines | None = None
         self._forwards = 0  # root forwards with grad in this step, none backwarded yet
         self._active = False
+        self._claim = None  # one_run.claimed, held from __enter__ to __exit__
         self._hunting = find_node and any(bp.kind == "nonfinite" for bp in checks)
 
     # -- the with block ----------------------------------------------------------------
@@ -160,21 +162,38 @@ class Guard:
         where.trace_folder()  # a bad HOOKTUI_DIR is said now, not at step 4,312
         if self.model in _ACTIVE:
             raise RuntimeError("hooktui.guard: this model is already guarded (one guard per model)")
+        claim = claimed("guard")
+        claim.__enter__()  # held for the with block (one_run.py); refused from a second thread
+        self._claim = claim
         _ACTIVE[self.model] = self
         self._active = True
         self._deferred = self.options.defer_host or any(p.device.type != "cpu" for p in self.model.parameters())
-        self._start_tracer()
+        try:
+            self._start_tracer()
+        except BaseException:
+            self._release()
+            raise
         return self
 
     def __exit__(self, *exc_info) -> bool:
-        # Deferred: a last forward with no backward is checked now (the host path raised in it).
-        error = self._check_step() if self._deferred and exc_info[0] is None else None
-        self._active = False
-        _ACTIVE.pop(self.model, None)
-        self._stop_tracer()
+        try:
+            # Deferred: a last forward with no backward is checked now (the host path raised in it).
+            error = self._check_step() if self._deferred and exc_info[0] is None else None
+            self._active = False
+            _ACTIVE.pop(self.model, None)
+            self._stop_tracer()
+        finally:
+            self._release()
         if error is not None:
             raise error
         return False
+
+    def _release(self) -> None:
+        self._active = False
+        _ACTIVE.pop(self.model, None)
+        claim, self._claim = self._claim, None
+        if claim is not None:
+            claim.__exit__(None, None, None)
 
     # -- steps -------------------------------------------------------------------------
     def _start_tracer(self) -> None:
