@@ -133,6 +133,8 @@ def run_trace(args) -> int:
         kept = f"; {args.save} was not written (any previous file is unchanged)" if args.save else ""
         raise UserError(f"cannot write to standard output: {failed[0].strerror or failed[0]}{kept}", exit_status=EXIT_FAILED_OUTPUT)
     if args.save:
+        if stopped:  # `hooktui view` opens there, and says why (the app's Stop from the records)
+            trace.info.stopped_at = stopped[0].index
         try:
             write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])
         except (TraceFileError, OSError) as exc:

@@ -63,10 +63,13 @@ class Born:
 
 
 def first_bad(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | None = None) -> int | None:
-    """Position of the first firing with a tensor `bp` calls bad."""
-    end = len(events) if upto is None else min(upto + 1, len(events))
-    for position in range(end):
-        if _bad(events[position], bp):
+    """Position of the first firing with a tensor `bp` calls bad, among the firings whose
+    index is at most `upto` (an index, as a Stop's: positions differ where a trace skips
+    numbers, e.g. legacy firings left out of a saved file)."""
+    for position, event in enumerate(events):
+        if upto is not None and event.index > upto:
+            return None
+        if _bad(event, bp):
             return position
     return None
 
@@ -116,7 +119,9 @@ def _made_by_notes(event: Event, name: str) -> list[str]:
 
 
 def _born(event: Event, position: int, seen: int, tensor: TensorRecord, words: str, lines: list[str]) -> Born:
-    return Born(seen=seen, origin=position, phase=event.phase, module=event.module, call=event.call,
+    # Firing numbers, as `#N` everywhere says them (position == seen at every caller: the
+    # firing that shows the bad value is the one that says where it was made).
+    return Born(seen=event.index, origin=event.index, phase=event.phase, module=event.module, call=event.call,
                 tensor=tensor.name, what=words, lines=lines)
 
 

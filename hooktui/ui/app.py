@@ -178,6 +178,7 @@ class HooktuiApp(NavigationActions, App):
             first = self.against.first if self.against is not None else None
             if first is None:
                 first = next((i for i, e in enumerate(known) if e.index == stopped), 0)
+                self._recorded_stop(known[first] if stopped is not None and known[first].index == stopped else None)
             self.history.move(first)
             self.history.follow = False
             if self.against is not None:
@@ -268,6 +269,24 @@ class HooktuiApp(NavigationActions, App):
             if message.state == "finished":
                 self.notify(self.summary(), title="run finished", timeout=4, markup=False)
         self._render_current()
+
+    def _recorded_stop(self, event: Event | None) -> None:
+        """A saved run that stopped at a NaN/Inf (`trace --stop-at-nonfinite --save`, a
+        guard's file): opened there with the stop's explanation, as the live stop had it."""
+        if event is None:
+            return
+        bp = Breakpoint.nonfinite()
+        reason = bp.check(event)
+        if reason is not None:
+            self.stops[event.index] = Stop(event.index, bp, reason)
+            # The lower panes may be composed again for the terminal's size first: the tab to
+            # open is set for that composition, and revealed in this one if it stays.
+            self.lower.active = self.lower.side_active = "explain"
+            self.call_after_refresh(self._reveal_if_there, "explain")
+
+    def _reveal_if_there(self, name: str) -> None:
+        if self.lower.query(f"#{name}"):
+            self.action_pane(name)
 
     def _status_if_running(self) -> None:
         if self.source.state == "running":

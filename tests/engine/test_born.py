@@ -134,3 +134,23 @@ def test_exploding_gradient_born_with_a_threshold():
 def test_nothing_bad_means_no_birth():
     model = nn.Sequential(nn.Linear(2, 2))
     assert where_born(record(model, torch.ones(1, 2)).events) is None
+
+
+def test_born_names_firing_numbers_where_a_saved_trace_skips_some():
+    """A saved trace leaves legacy firings out, so positions and firing numbers part: the
+    Explain pane's "where it was born (#N)" named a position (a firing holding no NaN)."""
+    sample = load_sample("nan_hunt")
+    session = Session(sample.build_model(), sample.example_inputs(), sample.loss_fn, pause=False, legacy=True)
+    session.add_breakpoint(Breakpoint.nonfinite())
+    session.gate.resume()
+    session.run(on_state=lambda state: session.gate.resume() if state == "paused" else None)
+    events = session.trace.events
+    assert any(e.hook == "legacy_backward" for e in events)
+    saved = [e for e in events if e.hook != "legacy_backward"]  # what `trace --save` writes
+    full, gapped = where_born(events), where_born(saved)
+    assert gapped.origin == full.origin == gapped.seen
+    origin = next(e for e in saved if e.index == gapped.origin)
+    assert origin.grad_fn == "SqrtBackward0" and any(t.stats and t.stats.nan for t in origin.tensors)
+    # upto is a firing number too: stopping at the origin finds it, one before it does not.
+    assert where_born(saved, upto=gapped.origin).origin == gapped.origin
+    assert where_born(saved, upto=gapped.origin - 1) is None

@@ -338,3 +338,29 @@ def test_console_runs_statements_and_keeps_their_names_across_firings():
             assert not results[3].ok and results[3].text.startswith("SyntaxError")
 
     run(script())
+
+
+def test_a_saved_stopped_run_opens_at_the_stop_with_its_explanation(tmp_path):
+    """`trace --stop-at-nonfinite --save` and a guard's file open in `view` at the firing that
+    stopped, Explain saying why and where it was born (it opened at #0, generic text)."""
+    from hooktui.cli import main
+    from hooktui.engine.trace_file import read_trace_file
+
+    saved = tmp_path / "stopped.jsonl"
+    assert main(["trace", str(SAMPLES / "nan_hunt.py"), "--stop-at-nonfinite", "--save", str(saved)]) == 3
+    trace = read_trace_file(saved)
+    stop_index = trace.info.stopped_at
+    # Independent of the file's header: the first saved firing holding a NaN is where it stopped.
+    assert stop_index == next(e.index for e in trace.events if any(t.stats and t.stats.nan for t in e.tensors))
+    app = HooktuiApp(recorded=(trace.info, trace.events), sources=trace.sources)
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert app.current.index == stop_index
+            explain = app.query_one(ExplainPane)
+            text = explain.renderable.renderables[0].plain
+            assert text.startswith("■ stopped: NaN/Inf in any tensor: 1 NaN in grad_inputs[0]") and "where it was born" in text
+
+    run(script())

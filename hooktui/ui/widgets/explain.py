@@ -126,11 +126,12 @@ class ExplainPane(TextView):
         events: Sequence[Event] = (),
         info: TraceInfo | None = None,
         hidden: set[str] | None = None,
+        stop: Stop | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self._composed = False
-        self._args: tuple = (event, events, info, set(hidden or ()))
+        self._args: tuple = (event, events, info, set(hidden or ()), stop)
         self._key: tuple | None = None
         self.statements: list[Statement] = []
 

@@ -90,7 +90,9 @@ class LowerPanes(Widget):
         panes = self._panes = {
             "tensors": TensorsPane(self.event, self.tensor_position, against=self.against, id="tensors"),
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
-            "explain": ExplainPane(self.event, self.events, self.info, self.hidden, id="explain"),
+            # The stop too: a layout switch composes the panes again, and must keep saying why.
+            "explain": ExplainPane(self.event, self.events, self.info, self.hidden,
+                                   self.stops.get(self.event.index) if self.event is not None else None, id="explain"),
             "autograd": AutogradPane(self.event, id="autograd"),
             "source": SourceView(self.event, self.lines_for, call_site(self.event, self.events), id="source"),
         }
