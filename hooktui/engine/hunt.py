@@ -123,9 +123,11 @@ class NodeWatch:
         if self.found:
             return
         handles = self.tracer.node_hooks.handles
+        contained = self.tracer.contain.hook
         for node in graph:
             if node.next_functions:  # a leaf's AccumulateGrad computes nothing to check
-                handles.append(node.register_hook(lambda gi, go, n=node: self._check(n, gi, go)))
+                check = contained(lambda gi, go, n=node: self._check(n, gi, go), "its non-finite watch on an autograd node")
+                handles.append(node.register_hook(check))
 
     def _check(self, node, grad_inputs, grad_outputs) -> None:
         if self.tracer.defer_hunt:

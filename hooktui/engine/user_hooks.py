@@ -36,6 +36,7 @@ from torch.nn.modules import module as module_globals
 
 from . import nodes
 from .capture import LiveFiring
+from .contain import failure_text
 from .gate import QuitRequested
 from .model_walk import ModelWalk
 from .naming import named_tensors
@@ -188,18 +189,34 @@ class UserHooks:
         return wrapper
 
     def _call(self, info: UserHookInfo, hook: Callable, args: tuple, kwargs: dict):
-        tracer = self._tracer
+        # The user's hook runs once, with what it was given; what it returns or raises is
+        # what PyTorch gets. hooktui's work around it is contained (contain.py).
+        contain = self._tracer.contain
         module = args[0] if args and isinstance(args[0], nn.Module) else None
-        received, replaced = _arguments(info, args, module)
-        records = [tracer.describe(name, t) for name, t in received]
-        versions = {name: t._version for name, t in received}
+        seen = contain.call(f"reading what your hook {info.function} received", self._received, info, args, module)
+        received, replaced, records, versions = seen if seen is not None else ([], None, [], {})
         try:
             result = hook(*args, **kwargs)
         except QuitRequested:
             raise
         except Exception as exc:
-            self._fire(info, module, records, [], UserHookCall(info, "raised", error=f"{type(exc).__name__}: {exc}"), dict(received))
+            try:
+                self._fire(info, module, records, [], UserHookCall(info, "raised", error=f"{type(exc).__name__}: {exc}"), dict(received))
+            except Exception as failure:  # the user's exception is the one that goes on, whatever happened here
+                if not contain.passes(failure):
+                    contain.failed(f"recording your hook {info.function}", failure)
             raise
+        contain.call(f"recording what your hook {info.function} did", self._done, info, module, received, replaced, records,
+                     versions, result)
+        return result
+
+    def _received(self, info: UserHookInfo, args: tuple, module) -> tuple:
+        received, replaced = _arguments(info, args, module)
+        records = [self._tracer.describe(name, t) for name, t in received]
+        return received, replaced, records, {name: t._version for name, t in received}
+
+    def _done(self, info: UserHookInfo, module, received: list, replaced: str | None, records: list, versions: dict, result) -> None:
+        tracer = self._tracer
         changes: list[str] = []
         returned: list[TensorRecord] = []
         live = dict(received)
@@ -213,14 +230,17 @@ class UserHooks:
         outcome = "None"
         if result is not None and replaced is not None:
             new = _returned(info, result)
-            outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
+            try:
+                outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
+            except Exception as exc:
+                outcome, more_records = "replaced", []
+                more_changes = [f"hooktui could not compare what the hook returned with what it got: {failure_text(exc)}"]
             live.update((f"returned {name}", t) for name, t in new.items())
             returned += more_records
             changes += more_changes
         elif result is not None:
             outcome = "same" if any(result is t for _, t in received) else "replaced"
         self._fire(info, module, records, returned, UserHookCall(info, outcome, changes), live)
-        return result
 
     def _fire(self, info: UserHookInfo, module: nn.Module | None, received: list, returned: list, call: UserHookCall, live: dict) -> None:
         tracer = self._tracer
@@ -254,7 +274,7 @@ class UserHooks:
             user_hook=call,
         )
         live = {r.name: live.get(r.name) for r in event.tensors}
-        tracer.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node))
+        tracer.contain.emit(tracer.emit, event, LiveFiring(event=event, module=module, tensors=live, node=node))
 
 
 # -- what a hook gets, and what its return value replaces ------------------------------

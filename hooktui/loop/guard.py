@@ -44,6 +44,7 @@ from torch import nn
 from ..engine import hunt, lazy_stats, nodes
 from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
+from ..engine.contain import failure_text
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
@@ -308,7 +309,11 @@ class Guard:
         """The error for the first bad firing, its step's firings saved to a trace file."""
         events = self.events
         step = self.step
-        born = where_born(events, bp)
+        try:
+            born = where_born(events, bp)
+        except Exception as exc:  # the bad value is what matters: said without where it was born
+            born = None
+            event.notes = [*event.notes, f"hooktui could not work out where the bad value was born: {failure_text(exc)}"]
         message = _message(step, event, bp, reason, born)
         if born is not None:
             # A new list: records without notes share one frozen empty list (records.NO_NOTES).
@@ -372,7 +377,7 @@ def _save(info: TraceInfo, events: list[Event]):
     try:
         path = where.new_trace_path()
         write_trace(path, info, events)
-    except (OSError, ValueError) as exc:  # the error is what matters: say why there is no file
-        print(f"hooktui: guard could not save the step's firings: {exc}", file=sys.stderr)
+    except Exception as exc:  # the error is what matters (never replaced by hooktui's): say why there is no file
+        print(f"hooktui: guard could not save the step's firings: {failure_text(exc)}", file=sys.stderr)
         return None
     return path
