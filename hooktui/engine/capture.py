@@ -56,7 +56,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, scripted, stats
+from . import backward_calls, collector, hunt, nodes, scripted, sharded, stats
 from .contain import Containment, failure_text
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
@@ -579,7 +579,7 @@ class Tracer:
             tensors.append(record)
             live[slot.name] = grad
             after = state.after_hooks.get(k)
-            if grad is not None and after is not None and not torch.equal(after, grad):
+            if grad is not None and after is not None and not torch.equal(sharded.local(after), sharded.local(grad)):
                 name = f"{slot.name} after the module's hooks"
                 tensors.append(
                     self.describe(

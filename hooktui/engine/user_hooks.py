@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 
-from . import nodes
+from . import nodes, sharded
 from .capture import LiveFiring
 from .contain import failure_text
 from .gate import QuitRequested
@@ -335,16 +335,35 @@ def _compare(tracer, prefix: str, received, records: list[TensorRecord], returne
         if tuple(old.shape) != tuple(after.shape):
             changes.append(f"{name} replaced: shape {tuple(old.shape)} → {tuple(after.shape)}")
             continue
+        old_part, new_part, apart = _local_parts(old, after)
+        if apart is not None:
+            changes.append(f"{name} replaced: {apart}")
+            continue
         with torch.no_grad():
-            diff = (after.detach().double() - old.detach().double()).abs().max().item() if old.numel() else 0.0
+            diff = (new_part.double() - old_part.double()).abs().max().item() if old_part.numel() else 0.0
+        of = " (this rank's local parts)" if sharded.is_dtensor(old) or sharded.is_dtensor(after) else ""
         if diff == 0:
-            changes.append(f"{name}: returned a new tensor with the same values")
+            changes.append(f"{name}: returned a new tensor with the same values{of}")
         else:
-            changes.append(f"{name} replaced: max |Δ| {diff:.4g}, norm {_norm(old_record)} → {_norm(record)}")
+            changes.append(f"{name} replaced: max |Δ| {diff:.4g}{of}, norm {_norm(old_record)} → {_norm(record)}")
     for name in before.keys() - returned.keys():
         replaced = True
         changes.append(f"{name}: the hook returned None in its place")
     return ("replaced" if replaced else "same"), out, changes
+
+
+def _local_parts(old: torch.Tensor, new: torch.Tensor) -> tuple:
+    """(old, new, None): what to compare value by value, detached; DTensors by this rank's
+    local parts, never as a whole (a collective: sharded.py). (_, _, why) when they cannot be."""
+    old_dt, new_dt = sharded.is_dtensor(old), sharded.is_dtensor(new)
+    old_part, new_part = sharded.local(old).detach(), sharded.local(new).detach()
+    if old_dt and new_dt and (tuple(old.placements) != tuple(new.placements) or old.device_mesh != new.device_mesh):
+        return old_part, new_part, (f"redistributed, placements {sharded.placements_text(old)} → {sharded.placements_text(new)} "
+                                    "(not compared value by value: that would take a collective)")
+    if old_part.shape != new_part.shape:
+        what = "a DTensor in place of a tensor" if new_dt else "a tensor in place of a DTensor"
+        return old_part, new_part, f"{what}, local shapes {tuple(old_part.shape)} → {tuple(new_part.shape)} (not compared value by value)"
+    return old_part, new_part, None
 
 
 def _norm(record: TensorRecord) -> str:
