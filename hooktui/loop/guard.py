@@ -51,7 +51,7 @@ from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
 from . import in_app, where
-from .errors import NonFiniteError, Quit, ThresholdError
+from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
 # Forwards of the root module (with grad) in one step with no backward yet, after which
@@ -169,7 +169,7 @@ class Guard:
 
     def __exit__(self, *exc_info) -> bool:
         # Deferred: a last forward with no backward is checked now (the host path raised in it).
-        error = self._check_step() if self._deferred and exc_info[0] is None else None
+        error = self._checked_step() if self._deferred and exc_info[0] is None else None
         self._active = False
         _ACTIVE.pop(self.model, None)
         self._stop_tracer()
@@ -186,9 +186,36 @@ class Guard:
         tracer.install()
         # After the tracer's: the root's post-hook must run after the tracer's (it may end the step).
         self._root_handles = [
-            self.model.register_forward_pre_hook(self._root_pre),
-            self.model.register_forward_hook(self._root_post, always_call=True),
+            self.model.register_forward_pre_hook(self._contained(self._root_pre, "its root forward pre-hook")),
+            self.model.register_forward_hook(self._contained(self._root_post, "its root forward hook"), always_call=True),
         ]
+
+    def _contained(self, hook, where: str):
+        """A root hook that raises only the guard's own errors (and Quit) into the model's call."""
+
+        def run(*args):
+            try:
+                return hook(*args)
+            except (GuardError, Quit):
+                raise
+            except Exception as exc:
+                self._failed(where, exc)
+                return None
+
+        return run
+
+    def _failed(self, where: str, exc: Exception) -> None:
+        """hooktui's own failure: noted on the step's firings (engine/contain.py), said on stderr."""
+        if self._tracer is not None:
+            self._tracer.contain.failed(f"hooktui.guard's {where}", exc)
+        print(f"hooktui: guard failed in {where} and went on: {failure_text(exc)}", file=sys.stderr)
+
+    def _checked_step(self):
+        try:
+            return self._check_step()
+        except Exception as exc:  # hooktui's failure: the step goes on unchecked, never stopped by it
+            self._failed("checking the step at its end", exc)
+            return None
 
     def _stop_tracer(self) -> None:
         for handle in self._root_handles:
@@ -212,7 +239,7 @@ class Guard:
         Deferred: the step's checks run first, and their error is raised last."""
         if not self._active:
             return
-        error = self._check_step() if self._deferred else None
+        error = self._checked_step() if self._deferred else None
         had_firings = bool(self.events)
         self._stop_tracer()
         if had_firings:

@@ -181,3 +181,18 @@ def test_the_users_hook_exception_goes_on_when_recording_it_fails(monkeypatch):
     fc.register_forward_pre_hook(hook)
     with pytest.raises(KeyError, match="the user's own"):
         hooktui.debug(fc, lambda: fc(torch.randn(2, 4)).sum())
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_guard_whose_step_bookkeeping_raises_runs_the_step_as_plain(monkeypatch, capsys, deferred):
+    monkeypatch.setattr(hooktui.loop.guard.Guard, "_root_pre", _raising)
+    monkeypatch.setattr(hooktui.loop.guard.Guard, "_check_step", _raising)
+    net, twin = net_and_twin()
+    x, y = batch()
+    torch.manual_seed(5)
+    with hooktui.guard(net, stats_options=stats.StatsOptions(defer_host=deferred)):
+        F.cross_entropy(net(x), y).backward()
+    torch.manual_seed(5)
+    F.cross_entropy(twin(x), y).backward()
+    assert_same_state(net, twin)
+    assert f"guard failed in its root forward pre-hook and went on: RuntimeError: {BOOM}" in capsys.readouterr().err
