@@ -149,7 +149,11 @@ class UserHooks:
             site = _user_frame()
             if site is None or site.f_code.co_filename.startswith(_ENGINE_DIR):
                 return original(tensor, hook)  # hooktui's own, or PyTorch's with no user caller
-            info = self._registered_info(tensor, hook, kind, site)
+            try:
+                info = self._registered_info(tensor, hook, kind, site)
+            except Exception as exc:  # hooktui's failure: the hook is registered as without hooktui, unseen
+                self._tracer.contain.failed(f"noting the hook {getattr(hook, '__qualname__', hook)!s} registered", exc)
+                return original(tensor, hook)
             wrapper = self._wrap(info, hook)
             handle = original(tensor, wrapper)
             hooks = tensor._backward_hooks if kind == "tensor" else tensor._post_accumulate_grad_hooks

@@ -196,3 +196,25 @@ def test_a_guard_whose_step_bookkeeping_raises_runs_the_step_as_plain(monkeypatc
     F.cross_entropy(twin(x), y).backward()
     assert_same_state(net, twin)
     assert f"guard failed in its root forward pre-hook and went on: RuntimeError: {BOOM}" in capsys.readouterr().err
+
+
+def test_a_tensor_hook_hooktui_cannot_note_is_registered_as_without_it(monkeypatch):
+    monkeypatch.setattr(user_hooks.UserHooks, "_registered_info", _raising)
+    seen = []
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            h = self.fc(x)
+            h.register_hook(lambda g: seen.append(g.clone()))
+            return h
+
+    torch.manual_seed(0)
+    model = Model()
+    x = torch.ones(2, 4)
+    trace = hooktui.record(model, x)
+    assert not trace.failed and len(seen) == 1 and torch.equal(seen[0], torch.ones(2, 3))  # the default loss's seed
+    assert any(n.startswith("hooktui failed in noting the hook") for e in trace.events for n in e.notes)
