@@ -336,7 +336,8 @@ def _compare(tracer, prefix: str, received, records: list[TensorRecord], returne
             changes.append(f"{name}: the hook returned a tensor where it got none")
             continue
         old_record = before_records[name]
-        if tuple(old.shape) != tuple(after.shape):
+        distributed = sharded.is_dtensor(old) or sharded.is_dtensor(after)
+        if not distributed and tuple(old.shape) != tuple(after.shape):
             changes.append(f"{name} replaced: shape {tuple(old.shape)} → {tuple(after.shape)}")
             continue
         old_part, new_part, apart = _local_parts(old, after)
@@ -345,7 +346,7 @@ def _compare(tracer, prefix: str, received, records: list[TensorRecord], returne
             continue
         with torch.no_grad():
             diff = (new_part.double() - old_part.double()).abs().max().item() if old_part.numel() else 0.0
-        of = " (this rank's local parts)" if sharded.is_dtensor(old) or sharded.is_dtensor(after) else ""
+        of = f" (this rank's local parts: {_kind_text(old)} → {_kind_text(after)})" if distributed else ""
         if diff == 0:
             changes.append(f"{name}: returned a new tensor with the same values{of}")
         else:
@@ -358,16 +359,26 @@ def _compare(tracer, prefix: str, received, records: list[TensorRecord], returne
 
 def _local_parts(old: torch.Tensor, new: torch.Tensor) -> tuple:
     """(old, new, None): what to compare value by value, detached; DTensors by this rank's
-    local parts, never as a whole (a collective: sharded.py). (_, _, why) when they cannot be."""
-    old_dt, new_dt = sharded.is_dtensor(old), sharded.is_dtensor(new)
+    local parts, never as a whole (a collective: sharded.py). (_, _, why) when their values
+    are not comparable: other placements, or partial sums on one side only."""
     old_part, new_part = sharded.local(old).detach(), sharded.local(new).detach()
-    if old_dt and new_dt and (tuple(old.placements) != tuple(new.placements) or old.device_mesh != new.device_mesh):
-        return old_part, new_part, (f"redistributed, placements {sharded.placements_text(old)} → {sharded.placements_text(new)} "
-                                    "(not compared value by value: that would take a collective)")
+    old_as, new_as = _kind_text(old), _kind_text(new)
+    if old_as != new_as and old_as.startswith("a DTensor") and new_as.startswith("a DTensor"):
+        return old_part, new_part, (f"{old_as} → {new_as}, redistributed (not compared value by value: "
+                                    "the other ranks' parts are not here)")
+    if old_as != new_as and "Partial" in old_as + new_as:
+        return old_part, new_part, (f"{old_as} → {new_as} (not compared value by value: partial sums on one side "
+                                    "only, and the other ranks' parts are not here)")
     if old_part.shape != new_part.shape:
-        what = "a DTensor in place of a tensor" if new_dt else "a tensor in place of a DTensor"
-        return old_part, new_part, f"{what}, local shapes {tuple(old_part.shape)} → {tuple(new_part.shape)} (not compared value by value)"
+        return old_part, new_part, (f"{old_as} → {new_as}, local shapes {tuple(old_part.shape)} → "
+                                    f"{tuple(new_part.shape)} (not compared value by value)")
     return old_part, new_part, None
+
+
+def _kind_text(t: torch.Tensor) -> str:
+    if not sharded.is_dtensor(t):
+        return "a tensor"
+    return f"a DTensor {sharded.placements_text(t)} of {list(t.shape)}"
 
 
 def _norm(record: TensorRecord) -> str:

@@ -100,7 +100,8 @@ def test_a_users_hook_that_returns_a_dtensor_for_a_tensor_is_compared_by_local_p
     trace = record(model, x, lambda out: out.to_local().sum())
     assert trace.error is None, trace.error
     (fired,) = [e for e in trace.events if e.hook == "user_hook"]
-    assert fired.user_hook.changes[0].startswith("args[0] replaced: max |Δ| 1 (this rank's local parts)")
+    assert fired.user_hook.changes[0].startswith(
+        "args[0] replaced: max |Δ| 1 (this rank's local parts: a tensor → a DTensor (Replicate()) of [2, 4])")
     assert torch.equal(trace.output.to_local(), torch.full((2, 4), 6.0))  # the hook took effect
 
 
@@ -119,3 +120,21 @@ def test_a_guard_hunting_through_dtensors_runs_the_step_as_plain(mesh):
     for (name, p), (_, q) in zip(model.named_parameters(), twin.named_parameters()):
         assert isinstance(p, DTensor) and isinstance(p.grad, DTensor), name
         assert torch.equal(p.grad.to_local(), q.grad.to_local()), name
+
+
+@pytest.mark.parametrize("placement", sorted(PLACEMENTS))
+def test_a_users_hook_that_takes_a_dtensors_local_part_says_so(mesh, placement):
+    """What tensor parallel's output hooks do: a DTensor output replaced by a plain tensor."""
+    model = Scale()
+    model.register_forward_hook(lambda m, args, out: out.to_local())
+    x = DTensor.from_local(torch.ones(2, 4), mesh, [PLACEMENTS[placement]]).requires_grad_()
+    trace = record(model, x, lambda out: out.sum())
+    assert trace.error is None, trace.error
+    (fired,) = [e for e in trace.events if e.hook == "user_hook"]
+    dtensor = f"a DTensor ({_text(placement)}) of [2, 4]"
+    if placement == "partial":
+        assert fired.user_hook.changes == [f"output replaced: {dtensor} → a tensor (not compared value by value: partial "
+                                           "sums on one side only, and the other ranks' parts are not here)"]
+    else:
+        assert fired.user_hook.changes == [f"output: returned a new tensor with the same values (this rank's local parts: "
+                                           f"{dtensor} → a tensor)"]
