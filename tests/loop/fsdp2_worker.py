@@ -13,6 +13,11 @@ from torch.distributed.tensor import DTensor
 from torch.nn import functional as F
 
 import hooktui
+from hooktui.engine import stats
+
+
+def raising(*_args, **_kwargs):
+    raise RuntimeError("a summary forced to fail")
 
 
 def build() -> nn.Module:
@@ -82,6 +87,18 @@ def main() -> None:
         result["debug_loss_equal_plain"] = torch.equal(loss, plain.detach())
         result["debug_grads_equal_plain"] = same(grads(model), grads(twin))
         result["params_are_shards"] = all(isinstance(p, DTensor) for p in model.parameters())
+
+        # Every summary of hooktui's raises (inside FSDP's hooks and its reduce-scatter): the step is plain.
+        describe = stats.describe
+        stats.describe = raising
+        try:
+            loss = hooktui.debug(model, lambda: F.mse_loss(model(x), y))
+        finally:
+            stats.describe = describe
+        plain = F.mse_loss(twin(x), y)
+        plain.backward()
+        result["failing_summaries_step_equal_plain"] = (torch.equal(loss, plain.detach()) and same(grads(model), grads(twin))
+                                                        and same(shards(model), shards(twin)))
     finally:
         with open(sys.argv[1], "w") as out:
             json.dump(result, out)

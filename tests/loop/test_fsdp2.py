@@ -1,6 +1,7 @@
 """FSDP2 (`fully_shard`) on two gloo processes on the CPU: `record`, `guard` and `debug` run
 without a collective of hooktui's, leave the parameters DTensor shards, and their values
-equal plain module hooks' and a plain twin's step (fsdp2_worker.py does the work)."""
+equal plain module hooks' and a plain twin's step, also when every summary of hooktui's
+raises (fsdp2_worker.py does the work)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_fsdp2_record_guard_and_debug_leave_the_shards_and_equal_a_plain_step(tm
     for result in results:
         assert result["record_error"] is None and result["failures"] == [], result
         for check in ("record_left_shards", "fc2_output_equal_hook", "param_grad_equal_plain_shard",
-                      "guard_grads_equal_plain", "debug_loss_equal_plain", "debug_grads_equal_plain", "params_are_shards"):
+                      "guard_grads_equal_plain", "debug_loss_equal_plain", "debug_grads_equal_plain", "params_are_shards",
+                      "failing_summaries_step_equal_plain"):
             assert result[check] is True, (result["rank"], check)
         assert result["dtensor_notes"] == 8  # one per parameter's param_grad
     # head's [1, 96] weight is sharded unevenly: rank 1 holds an empty part, said as such.
