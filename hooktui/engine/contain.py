@@ -4,9 +4,12 @@ hooktui's code runs inside hooks that torch calls in the middle of the model's f
 and backward (and inside FSDP's collectives). An exception escaping from there would
 abort the user's step half-way: a sharded model left unsharded, `.grad`s half written,
 the user's own exception or a guard's NonFiniteError replaced by hooktui's. So every
-hook hooktui installs runs through `Containment.hook`, which catches hooktui's own
-failures and writes them on a firing as notes ("hooktui failed ..."), and returns what
-torch expects when a hook changes nothing (None).
+hook the tracer installs (module, autograd node, parameter) runs through
+`Containment.hook`, which catches hooktui's own failures and writes them on a firing as
+notes ("hooktui failed ..."), and returns what torch expects when a hook changes nothing
+(None). The wrappers of the user's own hooks (user_hooks.py) contain what hooktui does
+before and after calling them, never the user's hook itself; the guard's root hooks
+(loop/guard.py) let only its own errors through.
 
 What does pass is what hooktui raises on purpose from a firing: the gate's QuitRequested
 (a BaseException, never caught here) and whatever the listener of the firings raises
