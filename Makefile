@@ -20,7 +20,8 @@ DEVICE_PATH_TESTS := \
 	tests/engine/test_born.py tests/engine/test_breakpoints.py tests/engine/test_flow.py tests/engine/test_compare.py \
 	tests/ui/test_ui_every_key.py tests/ui/test_ui_app.py tests/ui/test_ui_hunt.py tests/ui/test_values_grid.py \
 	tests/ui/test_ui_overview.py tests/cli/test_cli_hunt.py tests/cli/test_cli_diff.py \
-	tests/loop/test_guard.py tests/loop/test_debug_record.py tests/loop/test_debug_grads.py
+	tests/loop/test_guard.py tests/loop/test_debug_record.py tests/loop/test_debug_grads.py \
+	tests/loop/test_hooktui_failures.py tests/engine/test_dtensor.py
 DEVICE_PATH_SKIP := tests/engine/test_parity_patterns.py::test_compiled_models_fire_like_pytorch_on_every_backend
 
 .PHONY: install run test test-device-path trace bench clean

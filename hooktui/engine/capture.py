@@ -41,6 +41,7 @@ except for nodes a create_graph backward built and for calls made on other threa
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import sys
@@ -55,7 +56,8 @@ import torch
 from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
-from . import backward_calls, collector, hunt, nodes, scripted, stats
+from . import backward_calls, collector, hunt, nodes, scripted, sharded, stats
+from .contain import Containment, failure_text
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
@@ -64,7 +66,7 @@ from .node_hooks import GradWatch, NodeHooks
 from .node_steps import NodeSteps
 from .placement import Placement
 from .param_grads import ParamGradHooks
-from .records import NO_NOTES, Event, SourceLocation, TensorRecord
+from .records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from .source import caller_location, definition_location
 
 
@@ -189,6 +191,8 @@ class Tracer:
         self.emit = emit
         self.options = stats.StatsOptions() if options is None else options  # made now: HOOKTUI_DEVICE_PATH
         self.phase = "forward"
+        # hooktui's own failures stay inside its hooks (contain.py).
+        self.contain = Containment()
         walk = self._walk = walk or ModelWalk(model)
         self._modules = dict(walk.modules)
         # id(module) -> (name, type name): what every firing of the module repeats.
@@ -210,7 +214,7 @@ class Tracer:
         self._node_watch = hunt.NodeWatch(self)
         self._handles: list = []
         self._exit = ExitStack()
-        self._node_hooks = NodeHooks()
+        self._node_hooks = NodeHooks(self.contain)
         # (thread, id(module)) -> its calls under way: a module's pre- and post-hooks run on
         # the thread that calls it, and modules may run on several threads at once.
         self._stacks: dict[tuple[int, int], list[_Call]] = defaultdict(list)
@@ -243,7 +247,8 @@ class Tracer:
         # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
         # has imported it already (torch.compile does, as the model is built).
         compiled = "torch._dynamo" in sys.modules
-        hooks = [self._unwatched(h) for h in (self._pre_hook, self._post_hook, self._raised_hook)]
+        hooks = [self.contain.hook(self._unwatched(h), f"its {kind} hook")
+                 for h, kind in ((self._pre_hook, "forward pre"), (self._post_hook, "forward"), (self._raised_hook, "forward"))]
         if compiled:
             hooks = [torch.compiler.disable(h) for h in hooks]
         pre_hook, post_hook, raised_hook = hooks
@@ -423,19 +428,22 @@ class Tracer:
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
         elif self._backwards:
             note = f"fired in a backward nested in the main one (torch.autograd.{kind}(), e.g. reentrant activation checkpointing)"
+        contain = self.contain
         if self._param_grads is not None:
             # Lazy modules' parameters exist by now.
-            self._param_grads.install(self.model, None if self._lazy else self._walk.params)
+            contain.call("placing its parameter-gradient hooks", self._param_grads.install, self.model,
+                         None if self._lazy else self._walk.params)
             if self.hunting:
-                self._param_grads.note_bad_grads(self.model)
+                contain.call("reading the .grad held before this backward", self._param_grads.note_bad_grads, self.model)
         current = _Backward(kind)
         self._backwards.append(current)
         nodes.backward_started()
         try:
             with collector.paused_then_frozen():
-                self._place_watches(roots, note, create_graph if keep_graph is None else keep_graph, create_graph)
+                contain.call("placing its gradient watches for this backward", self._place_watches, roots, note,
+                             create_graph if keep_graph is None else keep_graph, create_graph)
             yield
-            self._release(None)
+            contain.call("its firings at the end of this backward", self._release, None)
         finally:
             nodes.backward_ended()
             self._backwards.remove(current)
@@ -466,9 +474,13 @@ class Tracer:
             if not self._watch_call(_Pass(call, note), consumers, seen):
                 current.unreached.append(call)
         release = self._release
+        contained = self.contain.hook
 
         def starting(_grads, n) -> None:
             nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
+            release(_seq(n))
+
+        def released(_grads, n) -> None:
             release(_seq(n))
 
         origins = self._placement.origins
@@ -476,12 +488,9 @@ class Tracer:
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
                 ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
-                self._node_hooks.handles.append(node.register_hook(ran))
-            if keep_graph:
-                hook = lambda _grads, n=node: release(_seq(n))  # noqa: E731
-            else:
-                hook = lambda grads, n=node: starting(grads, n)  # noqa: E731
-            self._node_hooks.handles.append(node.register_prehook(hook))
+                self._node_hooks.handles.append(node.register_hook(contained(ran, "its autograd node hook")))
+            hook = functools.partial(released if keep_graph else starting, n=node)
+            self._node_hooks.handles.append(node.register_prehook(contained(hook, "its autograd node pre-hook")))
         if self.hunting:
             self._node_watch.watch(graph)
 
@@ -570,7 +579,7 @@ class Tracer:
             tensors.append(record)
             live[slot.name] = grad
             after = state.after_hooks.get(k)
-            if grad is not None and after is not None and not torch.equal(after, grad):
+            if grad is not None and after is not None and not torch.equal(sharded.local(after), sharded.local(grad)):
                 name = f"{slot.name} after the module's hooks"
                 tensors.append(
                     self.describe(
@@ -796,7 +805,12 @@ class Tracer:
         return _creation_notes(tensors, records)
 
     def describe(self, name: str, tensor: torch.Tensor, **extra) -> TensorRecord:
-        return stats.describe(name, tensor, self.options, **extra)
+        """The record of `tensor`; a summary that fails is a missing record saying why
+        (contain.py): the firing keeps its other tensors, the model never sees the error."""
+        try:
+            return stats.describe(name, tensor, self.options, **extra)
+        except Exception as exc:
+            return stats.missing(name, f"{SUMMARY_FAILED}: {failure_text(exc)}", **extra)
 
     def missing(self, name: str, reason: str, **extra) -> TensorRecord:
         return stats.missing(name, reason, **extra)
@@ -823,13 +837,16 @@ class Tracer:
             index = self._next_index
             self._next_index = index + 1
             event = self.make_event(index=index, module=module, **fields)
-            self.emit(event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
+            self.contain.emit(self.emit, event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
                                         scope=scope))
             return event.index
 
     def make_event(self, *, index: int, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> Event:
         name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+        failed = self.contain.take_pending()  # hooktui failures before the first firing
+        if failed:
+            notes = [*(notes or ()), *failed]
         return Event(
             index=index,
             phase=self.phase,

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import sharded
 from .node_inputs import label_next_functions
 from .nodes import name_of, seq_of
 from .records import SourceLocation
@@ -86,6 +87,8 @@ def creation_line(node) -> SourceLocation | None:
 
 
 def has_nonfinite(t: torch.Tensor | None) -> bool:
+    """Whether `t` holds a NaN or an Inf (a DTensor: this rank's part, with no collective)."""
+    t = sharded.local(t) if t is not None else None
     if t is None or not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
         return False
     total = t.sum()
@@ -123,9 +126,11 @@ class NodeWatch:
         if self.found:
             return
         handles = self.tracer.node_hooks.handles
+        contained = self.tracer.contain.hook
         for node in graph:
             if node.next_functions:  # a leaf's AccumulateGrad computes nothing to check
-                handles.append(node.register_hook(lambda gi, go, n=node: self._check(n, gi, go)))
+                check = contained(lambda gi, go, n=node: self._check(n, gi, go), "its non-finite watch on an autograd node")
+                handles.append(node.register_hook(check))
 
     def _check(self, node, grad_inputs, grad_outputs) -> None:
         if self.tracer.defer_hunt:

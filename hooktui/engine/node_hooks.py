@@ -83,15 +83,19 @@ class NodeHooks:
     child (a Sequential's input feeds its first child, its output is its last child's
     output): grad_input watchers run oldest first, grad_output watchers newest first."""
 
-    def __init__(self) -> None:
+    def __init__(self, contain=None) -> None:
         self._watchers: dict[tuple[Any, bool], tuple[list[Callable], list[Callable]]] = {}
         self.handles: list = []
+        # The tracer's Containment (contain.py): a watcher that fails never reaches autograd.
+        self._contain = contain
 
     def has(self, node, post: bool) -> bool:
         return (node, post) in self._watchers
 
     def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
         key = (node, post)
+        if self._contain is not None:
+            callback = self._contain.hook(callback, "its autograd node hook")
         if key not in self._watchers:
             watchers: tuple[list[Callable], list[Callable]] = ([], [])
             self._watchers[key] = watchers

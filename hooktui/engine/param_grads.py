@@ -42,9 +42,9 @@ class ParamGradHooks:
                     self._had_none.append(param)
                 owner, _, short = qualified.rpartition(".")
                 name = f"{short}.grad"  # one string for every firing of this parameter
-                self._handles.append(
-                    param.register_post_accumulate_grad_hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q))
-                )
+                fire = self.tracer.contain.hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q),
+                                                f"its gradient hook on {qualified}")
+                self._handles.append(param.register_post_accumulate_grad_hook(fire))
 
     def note_bad_grads(self, model: nn.Module) -> None:
         """Called as a backward starts, while hunting (hunt.py). Deferred (`defer_hunt`):

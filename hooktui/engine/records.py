@@ -16,6 +16,8 @@ PHASES = ("forward", "backward")
 # Hook kinds, in the order a reader meets them. `error` is the last event of a run
 # whose model raised.
 HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "error")
+# How a record says that hooktui's own summary of its tensor failed (engine/contain.py).
+SUMMARY_FAILED = "hooktui could not summarise this tensor"
 
 
 @dataclass(slots=True)
@@ -113,16 +115,59 @@ class LazyTensorRecord(TensorRecord):
 
     @property
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
-        return self._summary.nonfinite_counts()
+        try:
+            return self._summary.nonfinite_counts()
+        except Exception as exc:
+            return self._failed(exc).nonfinite_counts()
 
     def __getattr__(self, name: str):
-        if name == "stats":
-            return self._summary.read_stats()
-        if name == "values":
-            return self._summary.read_values()
-        if name == "values_shape":
-            return self._summary.read_values_shape()
-        raise AttributeError(name)
+        read = _READS.get(name)
+        if read is None:
+            raise AttributeError(name)
+        try:
+            return read(self._summary)
+        except Exception as exc:
+            # Read where nothing may fail (a guard's check inside a hook, a trace being
+            # written): no statistics, and the note says why (engine/contain.py).
+            return read(self._failed(exc))
+
+    def _failed(self, exc: Exception) -> _FailedSummary:
+        text = str(exc).strip().splitlines()
+        why = f"{SUMMARY_FAILED}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
+        self.note = why if not self.note else f"{self.note}; {why}"
+        failed = self._summary = _FailedSummary()
+        return failed
+
+
+class _FailedSummary:
+    """What a LazyTensorRecord reads once its summary has failed: nothing."""
+
+    __slots__ = ()
+
+    def read_stats(self) -> None:
+        return None
+
+    def read_values(self) -> None:
+        return None
+
+    def read_values_shape(self) -> None:
+        return None
+
+    def nonfinite_counts(self) -> None:
+        return None
+
+    def resolve(self) -> tuple:
+        return None, None, None
+
+    def drop_values(self) -> None:
+        pass
+
+
+_READS = {
+    "stats": lambda summary: summary.read_stats(),
+    "values": lambda summary: summary.read_values(),
+    "values_shape": lambda summary: summary.read_values_shape(),
+}
 
 
 @dataclass(slots=True, eq=False)

@@ -253,8 +253,9 @@ class Session:
                     self.trace.loss = loss.detach()
                     loss.backward()  # the tracer notices it starting (backward_calls.py)
                 finally:
-                    tracer.remove()
-                    self.user_hooks.remove()
+                    # Each, whatever the other does; a failure is hooktui's, noted, never the run's (contain.py).
+                    tracer.contain.call("removing its hooks", tracer.remove)
+                    tracer.contain.call("giving your hooks back their own functions", self.user_hooks.remove)
         except QuitRequested:
             final = "quit"
         except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host

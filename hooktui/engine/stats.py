@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from . import functorch_values, lazy_stats
+from . import functorch_values, lazy_stats, sharded
 from .nodes import name_of
 from .records import LazyTensorRecord, TensorRecord
 
@@ -127,11 +127,19 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         note = extra.get("note")
         extra = {**extra, "note": why if not note else f"{note}; {why}"}
     grad_fn = tensor.grad_fn
+    requires_grad = tensor.requires_grad
+    if sharded.is_dtensor(tensor):
+        # This rank's part only, said as such: reading the whole is a collective (sharded.py).
+        part = sharded.local(tensor)
+        why = sharded.describe_placement(tensor, part)
+        note = extra.get("note")
+        extra = {**extra, "note": why if not note else f"{note}; {why}"}
+        tensor = part
     kind = _kind(tensor)
     if not kind.strided:
         record = TensorRecord(
             name=name, shape=kind.shape, dtype=kind.dtype, device=kind.device,
-            requires_grad=tensor.requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
+            requires_grad=requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
         )
         record.note = f"{tensor.layout} tensor: no stats"
         return record
@@ -143,7 +151,7 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         recent.put(tensor, options, summary)
     record = LazyTensorRecord.__new__(LazyTensorRecord)
     record.name, record.shape, record.dtype, record.device = name, kind.shape, kind.dtype, kind.device
-    record.requires_grad, record.grad_fn = tensor.requires_grad, None if grad_fn is None else name_of(grad_fn)
+    record.requires_grad, record.grad_fn = requires_grad, None if grad_fn is None else name_of(grad_fn)
     if extra:
         record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
         record.extra = extra.get("extra", False)

@@ -34,8 +34,9 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 
-from . import nodes
+from . import nodes, sharded
 from .capture import LiveFiring
+from .contain import failure_text
 from .gate import QuitRequested
 from .model_walk import ModelWalk
 from .naming import named_tensors
@@ -148,7 +149,11 @@ class UserHooks:
             site = _user_frame()
             if site is None or site.f_code.co_filename.startswith(_ENGINE_DIR):
                 return original(tensor, hook)  # hooktui's own, or PyTorch's with no user caller
-            info = self._registered_info(tensor, hook, kind, site)
+            try:
+                info = self._registered_info(tensor, hook, kind, site)
+            except Exception as exc:  # hooktui's failure: the hook is registered as without hooktui, unseen
+                self._tracer.contain.failed(f"noting the hook {getattr(hook, '__qualname__', hook)!s} registered", exc)
+                return original(tensor, hook)
             wrapper = self._wrap(info, hook)
             handle = original(tensor, wrapper)
             hooks = tensor._backward_hooks if kind == "tensor" else tensor._post_accumulate_grad_hooks
@@ -188,18 +193,34 @@ class UserHooks:
         return wrapper
 
     def _call(self, info: UserHookInfo, hook: Callable, args: tuple, kwargs: dict):
-        tracer = self._tracer
+        # The user's hook runs once, with what it was given; what it returns or raises is
+        # what PyTorch gets. hooktui's work around it is contained (contain.py).
+        contain = self._tracer.contain
         module = args[0] if args and isinstance(args[0], nn.Module) else None
-        received, replaced = _arguments(info, args, module)
-        records = [tracer.describe(name, t) for name, t in received]
-        versions = {name: t._version for name, t in received}
+        seen = contain.call(f"reading what your hook {info.function} received", self._received, info, args, module)
+        received, replaced, records, versions = seen if seen is not None else ([], None, [], {})
         try:
             result = hook(*args, **kwargs)
         except QuitRequested:
             raise
         except Exception as exc:
-            self._fire(info, module, records, [], UserHookCall(info, "raised", error=f"{type(exc).__name__}: {exc}"), dict(received))
+            try:
+                self._fire(info, module, records, [], UserHookCall(info, "raised", error=f"{type(exc).__name__}: {exc}"), dict(received))
+            except Exception as failure:  # the user's exception is the one that goes on, whatever happened here
+                if not contain.passes(failure):
+                    contain.failed(f"recording your hook {info.function}", failure)
             raise
+        contain.call(f"recording what your hook {info.function} did", self._done, info, module, received, replaced, records,
+                     versions, result)
+        return result
+
+    def _received(self, info: UserHookInfo, args: tuple, module) -> tuple:
+        received, replaced = _arguments(info, args, module)
+        records = [self._tracer.describe(name, t) for name, t in received]
+        return received, replaced, records, {name: t._version for name, t in received}
+
+    def _done(self, info: UserHookInfo, module, received: list, replaced: str | None, records: list, versions: dict, result) -> None:
+        tracer = self._tracer
         changes: list[str] = []
         returned: list[TensorRecord] = []
         live = dict(received)
@@ -213,14 +234,17 @@ class UserHooks:
         outcome = "None"
         if result is not None and replaced is not None:
             new = _returned(info, result)
-            outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
+            try:
+                outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
+            except Exception as exc:
+                outcome, more_records = "replaced", []
+                more_changes = [f"hooktui could not compare what the hook returned with what it got: {failure_text(exc)}"]
             live.update((f"returned {name}", t) for name, t in new.items())
             returned += more_records
             changes += more_changes
         elif result is not None:
             outcome = "same" if any(result is t for _, t in received) else "replaced"
         self._fire(info, module, records, returned, UserHookCall(info, outcome, changes), live)
-        return result
 
     def _fire(self, info: UserHookInfo, module: nn.Module | None, received: list, returned: list, call: UserHookCall, live: dict) -> None:
         tracer = self._tracer
@@ -254,7 +278,7 @@ class UserHooks:
             user_hook=call,
         )
         live = {r.name: live.get(r.name) for r in event.tensors}
-        tracer.emit(event, LiveFiring(event=event, module=module, tensors=live, node=node))
+        tracer.contain.emit(tracer.emit, event, LiveFiring(event=event, module=module, tensors=live, node=node))
 
 
 # -- what a hook gets, and what its return value replaces ------------------------------
@@ -312,19 +336,49 @@ def _compare(tracer, prefix: str, received, records: list[TensorRecord], returne
             changes.append(f"{name}: the hook returned a tensor where it got none")
             continue
         old_record = before_records[name]
-        if tuple(old.shape) != tuple(after.shape):
+        distributed = sharded.is_dtensor(old) or sharded.is_dtensor(after)
+        if not distributed and tuple(old.shape) != tuple(after.shape):
             changes.append(f"{name} replaced: shape {tuple(old.shape)} → {tuple(after.shape)}")
             continue
+        old_part, new_part, apart = _local_parts(old, after)
+        if apart is not None:
+            changes.append(f"{name} replaced: {apart}")
+            continue
         with torch.no_grad():
-            diff = (after.detach().double() - old.detach().double()).abs().max().item() if old.numel() else 0.0
+            diff = (new_part.double() - old_part.double()).abs().max().item() if old_part.numel() else 0.0
+        of = f" (this rank's local parts: {_kind_text(old)} → {_kind_text(after)})" if distributed else ""
         if diff == 0:
-            changes.append(f"{name}: returned a new tensor with the same values")
+            changes.append(f"{name}: returned a new tensor with the same values{of}")
         else:
-            changes.append(f"{name} replaced: max |Δ| {diff:.4g}, norm {_norm(old_record)} → {_norm(record)}")
+            changes.append(f"{name} replaced: max |Δ| {diff:.4g}{of}, norm {_norm(old_record)} → {_norm(record)}")
     for name in before.keys() - returned.keys():
         replaced = True
         changes.append(f"{name}: the hook returned None in its place")
     return ("replaced" if replaced else "same"), out, changes
+
+
+def _local_parts(old: torch.Tensor, new: torch.Tensor) -> tuple:
+    """(old, new, None): what to compare value by value, detached; DTensors by this rank's
+    local parts, never as a whole (a collective: sharded.py). (_, _, why) when their values
+    are not comparable: other placements, or partial sums on one side only."""
+    old_part, new_part = sharded.local(old).detach(), sharded.local(new).detach()
+    old_as, new_as = _kind_text(old), _kind_text(new)
+    if old_as != new_as and old_as.startswith("a DTensor") and new_as.startswith("a DTensor"):
+        return old_part, new_part, (f"{old_as} → {new_as}, redistributed (not compared value by value: "
+                                    "the other ranks' parts are not here)")
+    if old_as != new_as and "Partial" in old_as + new_as:
+        return old_part, new_part, (f"{old_as} → {new_as} (not compared value by value: partial sums on one side "
+                                    "only, and the other ranks' parts are not here)")
+    if old_part.shape != new_part.shape:
+        return old_part, new_part, (f"{old_as} → {new_as}, local shapes {tuple(old_part.shape)} → "
+                                    f"{tuple(new_part.shape)} (not compared value by value)")
+    return old_part, new_part, None
+
+
+def _kind_text(t: torch.Tensor) -> str:
+    if not sharded.is_dtensor(t):
+        return "a tensor"
+    return f"a DTensor {sharded.placements_text(t)} of {list(t.shape)}"
 
 
 def _norm(record: TensorRecord) -> str:

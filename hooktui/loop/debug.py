@@ -23,6 +23,7 @@ from torch import nn
 from ..engine.one_run import claimed
 from ..engine.session import Session, Trace
 from ..engine.thread_state import ThreadState
+from ..engine.contain import failure_text
 from ..engine.trace_file import write_trace
 from . import in_app, where
 from .errors import Quit
@@ -120,6 +121,9 @@ def _save(trace: Trace, path) -> None:
         write_trace(path, trace.info, events)
     except OSError as exc:  # the step has run: say so, and let the program go on
         print(f"hooktui: could not save the trace to {path}: {exc.strerror or exc}", file=sys.stderr)
+        return
+    except Exception as exc:  # hooktui's own failure: never in place of the step's loss or exception
+        print(f"hooktui: could not save the trace to {path}: {failure_text(exc)}", file=sys.stderr)
         return
     rank = where.process_rank()
     who = "" if rank is None else f"rank {rank}: "

@@ -44,6 +44,7 @@ from torch import nn
 from ..engine import hunt, lazy_stats, nodes
 from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
+from ..engine.contain import failure_text
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.one_run import claimed
@@ -51,7 +52,7 @@ from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
 from . import in_app, where
-from .errors import NonFiniteError, Quit, ThresholdError
+from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
 # Forwards of the root module (with grad) in one step with no backward yet, after which
@@ -178,7 +179,7 @@ class Guard:
     def __exit__(self, *exc_info) -> bool:
         try:
             # Deferred: a last forward with no backward is checked now (the host path raised in it).
-            error = self._check_step() if self._deferred and exc_info[0] is None else None
+            error = self._checked_step() if self._deferred and exc_info[0] is None else None
             self._active = False
             _ACTIVE.pop(self.model, None)
             self._stop_tracer()
@@ -204,9 +205,36 @@ class Guard:
         tracer.install()
         # After the tracer's: the root's post-hook must run after the tracer's (it may end the step).
         self._root_handles = [
-            self.model.register_forward_pre_hook(self._root_pre),
-            self.model.register_forward_hook(self._root_post, always_call=True),
+            self.model.register_forward_pre_hook(self._contained(self._root_pre, "its root forward pre-hook")),
+            self.model.register_forward_hook(self._contained(self._root_post, "its root forward hook"), always_call=True),
         ]
+
+    def _contained(self, hook, where: str):
+        """A root hook that raises only the guard's own errors (and Quit) into the model's call."""
+
+        def run(*args):
+            try:
+                return hook(*args)
+            except (GuardError, Quit):
+                raise
+            except Exception as exc:
+                self._failed(where, exc)
+                return None
+
+        return run
+
+    def _failed(self, where: str, exc: Exception) -> None:
+        """hooktui's own failure: noted on the step's firings (engine/contain.py), said on stderr."""
+        if self._tracer is not None:
+            self._tracer.contain.failed(f"hooktui.guard's {where}", exc)
+        print(f"hooktui: guard failed in {where} and went on: {failure_text(exc)}", file=sys.stderr)
+
+    def _checked_step(self):
+        try:
+            return self._check_step()
+        except Exception as exc:  # hooktui's failure: the step goes on unchecked, never stopped by it
+            self._failed("checking the step at its end", exc)
+            return None
 
     def _stop_tracer(self) -> None:
         for handle in self._root_handles:
@@ -230,7 +258,7 @@ class Guard:
         Deferred: the step's checks run first, and their error is raised last."""
         if not self._active:
             return
-        error = self._check_step() if self._deferred else None
+        error = self._checked_step() if self._deferred else None
         had_firings = bool(self.events)
         self._stop_tracer()
         if had_firings:
@@ -327,7 +355,11 @@ class Guard:
         """The error for the first bad firing, its step's firings saved to a trace file."""
         events = self.events
         step = self.step
-        born = where_born(events, bp)
+        try:
+            born = where_born(events, bp)
+        except Exception as exc:  # the bad value is what matters: said without where it was born
+            born = None
+            event.notes = [*event.notes, f"hooktui could not work out where the bad value was born: {failure_text(exc)}"]
         message = _message(step, event, bp, reason, born)
         if born is not None:
             # A new list: records without notes share one frozen empty list (records.NO_NOTES).
@@ -391,7 +423,7 @@ def _save(info: TraceInfo, events: list[Event]):
     try:
         path = where.new_trace_path()
         write_trace(path, info, events)
-    except (OSError, ValueError) as exc:  # the error is what matters: say why there is no file
-        print(f"hooktui: guard could not save the step's firings: {exc}", file=sys.stderr)
+    except Exception as exc:  # the error is what matters (never replaced by hooktui's): say why there is no file
+        print(f"hooktui: guard could not save the step's firings: {failure_text(exc)}", file=sys.stderr)
         return None
     return path
