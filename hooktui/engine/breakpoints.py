@@ -233,6 +233,9 @@ class BreakpointList:
         # Where conditions matched at live firings (event index -> stop): walking the
         # history again cannot evaluate them without the live objects.
         self.live_hits: dict[int, Stop] = {}
+        # The firings each breakpoint has counted: a hit is a firing it matched, counted
+        # once however often a run or a walk through the history comes past it.
+        self._counted: dict[Breakpoint, set[int]] = {}
 
     def __len__(self) -> int:
         return len(self._states)
@@ -244,12 +247,14 @@ class BreakpointList:
     def remove(self, bp: Breakpoint) -> None:
         with self._lock:
             self._states.pop(bp, None)
+            self._counted.pop(bp, None)
 
     def toggle(self, bp: Breakpoint) -> bool:
         """Add or remove `bp`; True when it is now set."""
         with self._lock:
             if bp in self._states:
                 del self._states[bp]
+                self._counted.pop(bp, None)
                 return False
             self._states[bp] = BreakpointState(bp)
             return True
@@ -285,7 +290,9 @@ class BreakpointList:
             if count:
                 with self._lock:
                     current = self._states.get(state.breakpoint)
-                    if current is not None:
+                    counted = self._counted.setdefault(state.breakpoint, set())
+                    if current is not None and event.index not in counted:
+                        counted.add(event.index)
                         self._states[state.breakpoint] = replace(current, hits=current.hits + 1)
             stop = Stop(event.index, state.breakpoint, reason)
             if live is not None and state.breakpoint.needs_live:

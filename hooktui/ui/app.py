@@ -134,6 +134,8 @@ class HooktuiApp(NavigationActions, App):
         # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
         # the status line and the Explain pane.
         self.stops: dict[int, Stop] = {}
+        # Firings where B's break (when backward starts) stopped a run or a walk: said in the status line.
+        self.backward_stops: set[int] = set()
         self.console_history: list[str] = []
         self.console_names: dict = {}  # what console statements bound (x = ...), for the app's lifetime
         self.console_results: list = []
@@ -256,6 +258,10 @@ class HooktuiApp(NavigationActions, App):
         if message.state != "running":
             self._stepping = False
         stop = self.source.stop if message.state == "paused" else None
+        if message.state == "paused" and stop is None and not stepped and self.source.break_on_backward:
+            latest = self.history.events[-1] if self.history.events else None
+            if latest is not None and latest.phase == "backward":
+                self.backward_stops.add(latest.index)
         if stop is not None and stop.index not in self.stops:
             self.stops[stop.index] = stop
             if stop.breakpoint.kind in ("nonfinite", "threshold") and not stepped:
@@ -416,6 +422,7 @@ class HooktuiApp(NavigationActions, App):
             value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
             stop=self.stops.get(history.current.index) if history.current is not None else None,
             break_on_backward=self.source.break_on_backward,
+            at_backward_stop=history.current is not None and history.current.index in self.backward_stops,
         )
 
     def _breakpoint_modules(self) -> set[str]:

@@ -105,7 +105,7 @@ class History:
         positions, modules = self._firsts.get(phase, ((), ()))
         return list(modules[bisect_right(positions, after) : bisect_right(positions, upto)])
 
-    def find_stop(self, breakpoints: BreakpointList, break_on_backward: bool) -> tuple[int, Stop | None] | None:
+    def find_stop(self, breakpoints: BreakpointList, break_on_backward: bool, count: bool = False) -> tuple[int, Stop | None] | None:
         """The first known firing after the cursor where a run would pause, and why.
 
         Breakpoints decided from records are checked again here; a condition needs the
@@ -120,7 +120,8 @@ class History:
                 continue
             if break_on_backward and event.phase == "backward" and previous != "backward":
                 return position, None
-            stop = breakpoints.check(event, live=None, count=False, records_only=True)
+            # count: a live session's hit counts include stops made walking its history (once each)
+            stop = breakpoints.check(event, live=None, count=count, records_only=True)
             if stop is None and hits:
                 stop = hits.get(event.index)
                 stop = stop if stop is not None and stop.breakpoint in enabled else None

@@ -72,11 +72,13 @@ class NavigationActions:
     def action_resume(self) -> None:
         history = self.history
         if not history.at_latest:
-            found = history.find_stop(self.source.breakpoint_list, self.source.break_on_backward)
+            found = history.find_stop(self.source.breakpoint_list, self.source.break_on_backward, count=self.source.live)
             if found is not None:
                 position, stop = found
                 if stop is not None:
                     self.stops[stop.index] = stop
+                else:  # B's break: the first backward firing
+                    self.backward_stops.add(history.events[position].index)
                 self.goto(position, follow=False)
                 return
             self.goto(history.latest, follow=True)

@@ -264,6 +264,10 @@ def test_B_says_so_and_the_breakpoints_screen_lists_it():
             assert "break when backward starts" in str(app.screen.query_one("#bp-message").render())
             await pilot.press("escape", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.phase == "backward", "the stop at backward")
+            await pilot.pause()
+            from hooktui.ui.widgets.status import status_text
+
+            assert "■ backward starts (B)" in status_text(app._status_info()).plain
             await pilot.press("B")
             assert not app.source.break_on_backward
             assert any("break when backward starts: off" in str(n.message) for n in app._notifications)
@@ -362,5 +366,31 @@ def test_a_saved_stopped_run_opens_at_the_stop_with_its_explanation(tmp_path):
             explain = app.query_one(ExplainPane)
             text = explain.renderable.renderables[0].plain
             assert text.startswith("■ stopped: NaN/Inf in any tensor: 1 NaN in grad_inputs[0]") and "where it was born" in text
+
+    run(script())
+
+
+def test_hits_count_stops_made_walking_the_history_once_each():
+    """K's hit counts stayed at 0 for stops made while walking the history (issue 25.10):
+    a stop counts once, however often `c` comes past that firing again."""
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30), notifications=False) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
+            fc1 = [e.index for e in app.history.events if e.module == "fc1"]
+            await pilot.press("K", "a", *"module fc1", "enter", "escape", "g")
+
+            def hits():
+                return app.source.breakpoint_list.states()[0].hits
+
+            await pilot.press("c")
+            assert app.current.index == fc1[0] and hits() == 1
+            await pilot.press("c")
+            assert app.current.index == fc1[1] and hits() == 2
+            await pilot.press("g", "c")  # the first one again: not a new hit
+            assert app.current.index == fc1[0] and hits() == 2
 
     run(script())

@@ -40,6 +40,7 @@ class StatusInfo:
     break_on_backward: bool = False
     value_breakpoints: tuple[str, ...] = ()  # labels of the non-module breakpoints
     stop: Stop | None = None  # why the run stopped at this firing
+    at_backward_stop: bool = False  # B's break stopped the run here
     wall_time: float | None = None  # seconds the model ran, shown once the run is done
 
 
@@ -57,6 +58,8 @@ def status_parts(s: StatusInfo) -> list[Text]:
             parts.append(Text(f"{flag}!", "bold white on red"))
         if s.stop is not None:
             parts.append(Text(f"■ {s.stop.breakpoint.label}", "bold red"))
+        elif s.at_backward_stop:
+            parts.append(Text("■ backward starts (B)", "bold red"))
         if not event.hook.startswith(event.phase):  # `backward_pre` says its phase already
             parts.append(Text(event.phase))
         position = Text(f"{s.position + 1}/{s.total}{' so far' if s.more_coming else ''}", "dim")
