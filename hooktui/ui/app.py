@@ -8,6 +8,7 @@ trace differ only in whether stepping past the last firing can ask the model for
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections.abc import Iterable, Mapping
@@ -23,6 +24,7 @@ from textual.widgets import Footer, Input
 from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
 from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo
+from ..engine.trace_file import TraceFileError, write_trace
 from .against import Against
 from .history import History
 from .keys import BINDINGS, HELP, key_help
@@ -34,6 +36,7 @@ from .screens.breakpoints import BreakpointsScreen
 from .screens.console import ConsoleScreen
 from .screens.error import ErrorScreen
 from .screens.goto import GotoScreen
+from .screens.save import SaveScreen
 from .screens.help import HelpScreen
 from .screens.overview import OverviewScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
@@ -510,6 +513,21 @@ class HooktuiApp(NavigationActions, App):
             where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
         self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names), self.console_history, self.console_results))
 
+    def action_save(self) -> None:
+        if isinstance(self.screen, SaveScreen):
+            return
+        shown = [e for e in self.history.events if e.hook not in self.history.hidden]
+        self.push_screen(SaveScreen(_unused_name(), len(shown)), lambda path: None if path is None else self._save_to(path, shown))
+
+    def _save_to(self, path: str, events: list[Event]) -> None:
+        try:
+            write_trace(path, self.info, events)
+        except (TraceFileError, OSError) as exc:
+            why = str(exc) if isinstance(exc, TraceFileError) else f"{path}: {exc.strerror or exc}"
+            self.notify(f"not saved: {why}", title="save", severity="error", markup=False)
+            return
+        self.notify(f"saved {len(events)} firings to {path}: hooktui view {path}", title="save", markup=False)
+
     def action_goto(self) -> None:
         if isinstance(self.screen, GotoScreen):
             return
@@ -623,3 +641,11 @@ class HooktuiApp(NavigationActions, App):
         # only notices at its next firing, and the terminal must come back first. The
         # process itself ends at once whatever the model does (hooktui.ui.process).
         self.source.quit()
+
+
+def _unused_name() -> str:
+    """hooktui-session-<pid>-<n>.jsonl in the current folder, a name no file has yet."""
+    n = 1
+    while os.path.exists(name := f"hooktui-session-{os.getpid()}-{n}.jsonl"):
+        n += 1
+    return name

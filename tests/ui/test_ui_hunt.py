@@ -394,3 +394,37 @@ def test_hits_count_stops_made_walking_the_history_once_each():
             assert app.current.index == fc1[0] and hits() == 2
 
     run(script())
+
+
+def test_S_saves_the_live_session_for_view_and_diff(tmp_path, monkeypatch):
+    """The firings so far, saved from inside the app, read back as the same records; a bad
+    path is one message and nothing written."""
+    from hooktui.cli import main
+    from hooktui.engine.trace_file import read_trace_file
+
+    monkeypatch.chdir(tmp_path)
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("n", "n", "n")
+            await paused_at(pilot, 3)
+            await pilot.press("S")
+            box = app.screen.query_one("#save-input")
+            assert box.value.startswith("hooktui-session-") and box.value.endswith(".jsonl")
+            box.value = str(tmp_path / "live.jsonl")
+            await pilot.press("enter")
+            assert any("saved 4 firings" in str(n.message) for n in app._notifications)
+            await pilot.press("S")
+            app.screen.query_one("#save-input").value = str(tmp_path / "no-such-folder" / "x.jsonl")
+            await pilot.press("enter")
+            assert any("not saved:" in str(n.message) and "does not exist" in str(n.message) for n in app._notifications)
+            shown.extend(e.to_dict() for e in app.history.events)
+
+    shown = []
+    run(script())
+    saved = read_trace_file(tmp_path / "live.jsonl")
+    assert [e.to_dict() for e in saved.events] == shown
+    assert not (tmp_path / "no-such-folder").exists()
+    assert main(["diff", str(tmp_path / "live.jsonl"), str(tmp_path / "live.jsonl")]) == 0
