@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
+from .model_walk import ModelWalk
 from .records import SourceLocation
 from .source import definition_location
 
@@ -35,7 +36,7 @@ class ParamGradHooks:
         """Hook every parameter not hooked yet (`params`: the model's named parameters, if
         walked already). A lazy module's parameters take hooks only once its first forward
         has materialised them: call again when backward starts."""
-        for qualified, param in model.named_parameters() if params is None else params:
+        for qualified, param in ModelWalk(model).params if params is None else params:
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 if param._post_accumulate_grad_hooks is None:
@@ -53,7 +54,7 @@ class ParamGradHooks:
         from .hunt import has_nonfinite
 
         deferred = self.tracer.defer_hunt
-        for qualified, param in model.named_parameters():
+        for qualified, param in ModelWalk(model).params:
             if param.grad is not None and (deferred or has_nonfinite(param.grad)):
                 short = qualified.rpartition(".")[2]
                 self._bad_before[id(param)] = self.tracer.describe(

@@ -1,0 +1,46 @@
+"""One process (world size 1, gloo) for test_wrapper_names.py: the same model recorded
+under DDP and under FSDP1 (flat parameters), each trace's firings and modules, as JSON to
+argv[1]."""
+
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import hooktui
+
+
+def build() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.Sequential(nn.Linear(6, 6), nn.Tanh()), nn.Linear(6, 1))
+
+
+def main() -> None:
+    dist.init_process_group("gloo")
+    result = {"plain_names": [name for name, _ in build().named_modules()]}
+    try:
+        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+        wrapped = {
+            "ddp": DDP(build()),
+            "fsdp1": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu")),
+        }
+        for kind, model in wrapped.items():
+            trace = hooktui.record(model, x, lambda out: out.sum())
+            result[kind] = {
+                "error": None if trace.error is None else trace.error.message,
+                "events": [e.to_dict() for e in trace.events],
+                "modules": [[m.name, m.raw_name, m.type] for m in trace.info.modules],
+            }
+    finally:
+        with open(sys.argv[1], "w") as out:
+            json.dump(result, out)
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
