@@ -77,7 +77,8 @@ class ParamGradHooks:
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
-        calls = tracer.call_count(owner)
+        # A recompute under activation checkpointing is no second use of the parameter.
+        calls = tracer.forward_calls(owner)
         module = tracer.module_named(owner)
         notes = []
         if calls > 1:
