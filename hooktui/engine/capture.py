@@ -302,6 +302,10 @@ class Tracer:
         self.emit = _after_the_run
 
     @property
+    def walk(self) -> ModelWalk:
+        return self._walk
+
+    @property
     def next_free_index(self) -> int:
         """The index the next firing will take."""
         return self._next_index

@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
+from .grad_kinds import GradKinds
 from .model_walk import ModelWalk
 from .records import SourceLocation
 from .source import definition_location
@@ -31,11 +32,14 @@ class ParamGradHooks:
         # Parameters that had no post-accumulate-grad hook dict before ours: set back to
         # None once ours is removed (the dict would stay, empty, on every parameter).
         self._had_none: list = []
+        self._kinds: GradKinds | None = None
 
     def install(self, model: nn.Module, params: list | None = None) -> None:
         """Hook every parameter not hooked yet (`params`: the model's named parameters, if
         walked already). A lazy module's parameters take hooks only once its first forward
         has materialised them: call again when backward starts."""
+        if self._kinds is None:
+            self._kinds = GradKinds(self.tracer.walk.modules)
         for qualified, param in ModelWalk(model).params if params is None else params:
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
@@ -74,6 +78,7 @@ class ParamGradHooks:
         self._hooked.clear()
         self._nodes.clear()
         self._bad_before.clear()
+        self._kinds = None
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
@@ -84,6 +89,14 @@ class ParamGradHooks:
         if calls > 1:
             notes.append(f"accumulated over the {calls} calls of this module in this forward")
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
+        live = {name: param.grad}
+        # Under DDP and FSDP: which gradient this is (grad_kinds.py).
+        said, pieces = self._kinds.notes(param, owner) if self._kinds is not None else ((), ())
+        notes.extend(said)
+        for piece in pieces:
+            piece_name = f"{piece.name}.grad"
+            tensors.append(tracer.describe(piece_name, piece.tensor, target=piece.name, extra=True))
+            live[piece_name] = piece.tensor
         before = self._bad_before.pop(id(param), None)
         if before is not None:
             tensors.append(before)
@@ -95,7 +108,7 @@ class ParamGradHooks:
             module=module,
             call=max(calls - 1, 0),
             tensors=tensors,
-            live={name: param.grad},
+            live=live,
             node=cached[1],
             source=_definition(module),
             forward_index=tracer.last_forward_index(owner),

@@ -68,6 +68,9 @@ def main() -> None:
         dtensor_notes = [t.note for e in trace.events for t in e.tensors if t.note and t.note.startswith("DTensor: ")]
         result["dtensor_notes"] = len(dtensor_notes)
         result["a_dtensor_note"] = dtensor_notes[0] if dtensor_notes else None
+        result["fsdp2_grad_notes"] = sum(
+            1 for e in trace.events if e.hook == "param_grad"
+            and any(n.startswith("FSDP2: this rank's shard of the gradient, after the reduce-scatter") for n in e.notes))
         result["failures"] = [n for e in trace.events for n in e.notes if n.startswith("hooktui failed")] + [
             t.missing for e in trace.events for t in e.tensors if t.missing and t.missing.startswith("hooktui could not")]
 

@@ -50,6 +50,7 @@ def test_fsdp2_record_guard_and_debug_leave_the_shards_and_equal_a_plain_step(tm
                       "failing_summaries_step_equal_plain"):
             assert result[check] is True, (result["rank"], check)
         assert result["dtensor_notes"] == 8  # one per parameter's param_grad
+        assert result["fsdp2_grad_notes"] == 8  # each says which gradient it shows
     # head's [1, 96] weight is sharded unevenly: rank 1 holds an empty part, said as such.
     assert "shape [1, 96], of a global [1, 96]; placements (Shard(0)) on mesh (2,) on cpu" in results[0]["a_dtensor_note"]
     assert "shape [0, 96] at offset (1, 0), of a global [1, 96]" in results[1]["a_dtensor_note"]

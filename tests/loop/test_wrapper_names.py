@@ -1,7 +1,8 @@
 """Names as in the user's model: one model recorded under DDP and under FSDP1 (one gloo
 process, wrapped_worker.py) fires under the names of the plain model's modules, the raw
 names kept in the trace's modules, and `diff` of the two traces aligns every firing of the
-user's modules, with equal values."""
+user's modules, with equal values. FSDP1's flat parameters' gradients are split back into
+the named parameters."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(tmp_path):
         assert all(e.module.endswith(f"[{wrapper}]") for e in events[kind] if e.module_type == wrapper)
     ddp_modules = {name: raw for name, raw, _ in result["ddp"]["modules"]}
     assert ddp_modules["2.0"] == "module.2.0" and ddp_modules["[DistributedDataParallel]"] == ""
+    fsdp1_grads_split_back(result)
     fsdp_modules = {name: raw for name, raw, _ in result["fsdp1"]["modules"]}
     assert fsdp_modules["2.0"] == "_fsdp_wrapped_module.2.0._fsdp_wrapped_module"
 
@@ -50,3 +52,16 @@ def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(tmp_path):
     assert len(modules_firings) == 28  # 7 modules, 4 hooks each
     assert len(paired) == 28
     assert not any(f.differs for f in paired)
+
+
+def fsdp1_grads_split_back(result: dict) -> None:
+    """FSDP1's param_grad: one per FlatParameter, saying what it holds, split back into the
+    named parameters, each equal to a plain model's .grad (one rank: no reduce-scatter)."""
+    plain = result["plain_grads"]
+    split = {}
+    for event in (Event.from_dict(e) for e in result["fsdp1"]["events"]):
+        if event.hook == "param_grad":
+            assert event.notes[0].startswith(f"FSDP1 FlatParameter holding {event.module}.weight")
+            assert "this rank's unsharded gradient, before FSDP's reduce-scatter" in event.notes[0]
+            split.update({t.target: t.values for t in event.tensors if t.target in plain})
+    assert split == plain

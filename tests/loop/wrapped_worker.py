@@ -1,6 +1,6 @@
 """One process (world size 1, gloo) for test_wrapper_names.py: the same model recorded
-under DDP and under FSDP1 (flat parameters), each trace's firings and modules, as JSON to
-argv[1]."""
+under DDP and under FSDP1 (flat parameters), each trace's firings and modules, and a plain
+copy's .grad, as JSON to argv[1]."""
 
 import json
 import sys
@@ -25,6 +25,9 @@ def main() -> None:
     result = {"plain_names": [name for name, _ in build().named_modules()]}
     try:
         x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+        plain = build()
+        plain(x).sum().backward()
+        result["plain_grads"] = {name: p.grad.reshape(-1).tolist() for name, p in plain.named_parameters()}
         wrapped = {
             "ddp": DDP(build()),
             "fsdp1": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu")),
