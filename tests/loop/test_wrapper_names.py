@@ -22,14 +22,20 @@ pytest.importorskip("torch.distributed.fsdp")
 HERE = Path(__file__).resolve().parent
 
 
-def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(tmp_path):
+@pytest.fixture(scope="module")
+def result(tmp_path_factory) -> dict:
+    """The worker's one run (DDP, FSDP1, FSDP2, TP), shared by the tests below."""
+    tmp_path = tmp_path_factory.mktemp("wrapped")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
                 "MASTER_PORT": str(_free_port()), "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
     done = subprocess.run([sys.executable, str(HERE / "wrapped_worker.py"), str(tmp_path / "result.json")],
                           env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    return json.loads((tmp_path / "result.json").read_text())
+
+
+def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):
     plain = set(result["plain_names"])
     events = {}
     for kind, wrapper in (("ddp", "DistributedDataParallel"), ("fsdp1", "FullyShardedDataParallel")):
@@ -65,3 +71,23 @@ def fsdp1_grads_split_back(result: dict) -> None:
             assert "this rank's unsharded gradient, before FSDP's reduce-scatter" in event.notes[0]
             split.update({t.target: t.values for t in event.tensors if t.target in plain})
     assert split == plain
+
+
+def test_fsdp2_and_tp_hooks_are_labelled_and_not_compared_while_the_users_is(result):
+    """FSDP2's forward hooks (fc 0 and the root are sharded) and TP's redistributions (0
+    colwise, 3 rowwise) say what they do; the user's own hook on 3 is still compared."""
+    for kind, expected in (("fsdp2", {("forward_pre", ""), ("forward", ""), ("forward_pre", "0"), ("forward", "0")}),
+                           ("tp", {("forward_pre", "0"), ("forward", "0"), ("forward_pre", "3"), ("forward", "3")})):
+        assert result[kind]["error"] is None
+        hooks = [Event.from_dict(e) for e in result[kind]["events"] if e["hook"] == "user_hook"]
+        library = [e for e in hooks if "/torch/distributed/" in e.user_hook.hook.filename.replace(os.sep, "/")]
+        assert {(e.user_hook.hook.kind, e.module) for e in library} == expected
+        for event in library:
+            (label,) = event.user_hook.changes  # what it does, no value-by-value change
+            assert label.startswith("FSDP2 " if kind == "fsdp2" else "tensor parallel (")
+            assert event.notes[0].startswith(label) and "not your hook" in event.notes[0]
+        if kind == "tp":
+            styles = {e.module: e.user_hook.changes[0] for e in library if e.user_hook.hook.kind == "forward"}
+            assert "ColwiseParallel" in styles["0"] and "RowwiseParallel" in styles["3"]
+        (users,) = [e for e in hooks if e not in library]
+        assert users.notes[0].startswith("your hook doubled (forward on 3)") and "output replaced" in users.notes[0]
