@@ -11,6 +11,8 @@ names stay beside them (`ModelWalk.raw`, the trace header's modules).
 
 from __future__ import annotations
 
+import functools
+
 from torch import nn
 
 # Wrapper class (or a base class of it) -> the attribute holding the wrapped module.
@@ -28,11 +30,14 @@ WRAPPED_BY = {
 def wrapped_attr(module: nn.Module) -> str | None:
     """The attribute under which `module`, a wrapper, holds the module it wraps; None if
     it is no wrapper."""
-    for cls in type(module).__mro__:
-        attr = WRAPPED_BY.get(cls.__name__)
-        if attr is not None:
-            return attr if module._modules.get(attr) is not None else None
-    return None
+    attr = _attr_of(type(module))
+    return attr if attr is not None and module._modules.get(attr) is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _attr_of(cls: type) -> str | None:
+    """Once per class: every run walks every module."""
+    return next((WRAPPED_BY[c.__name__] for c in cls.__mro__ if c.__name__ in WRAPPED_BY), None)
 
 
 def user_names(named_modules: list[tuple[str, nn.Module]]) -> dict[str, str]:
