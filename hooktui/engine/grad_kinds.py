@@ -8,7 +8,7 @@ writes `.grad`, before the wrapper's own communication:
   reduce-scatter has written this rank's shard of the (averaged) gradient.
 - FSDP1 with flat parameters: one FlatParameter holds several of the user's parameters;
   the hook sees the unsharded flat gradient of this rank before the reduce-scatter, which
-  is split back into the named parameters (`_fqns`, `_shapes`, `_numels`).
+  is split back into the named parameters (`_fqns`, `_shapes`, `_numels_with_padding`).
 Checked on torch 2.13, gloo (tests/loop/test_distributed.py, test_fsdp2.py,
 test_wrapper_names.py).
 """
@@ -37,12 +37,20 @@ class GradKinds:
         # id(param) -> the DDP wrapper that all-reduces its gradient.
         self._ddp: dict[int, nn.Module] = {}
         self._fsdp2 = False
-        for _, module in modules:
+        # FSDP1's flat parameters, with the name of the module they are split over: with
+        # use_orig_params=True they are no registered parameter (the model's parameters get
+        # their .grad from FSDP, not from autograd), so param_grads.py hooks them here.
+        self.flat: list[tuple[str, torch.Tensor]] = []
+        for name, module in modules:
             names = {cls.__name__ for cls in type(module).__mro__}
             if "DistributedDataParallel" in names:
                 for param in module.parameters():
                     self._ddp[id(param)] = module
             self._fsdp2 = self._fsdp2 or "FSDPModule" in names
+            if "FullyShardedDataParallel" in names:
+                flat = getattr(module, "_flat_param", None)
+                if flat is not None and _is_flat(flat):
+                    self.flat.append((name.removesuffix(f"[{type(module).__name__}]"), flat))
 
     def notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         """What to say on the firing of `param` (held by the module shown as `owner`), and
@@ -77,13 +85,21 @@ def _flat(param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
     fqns = [_user_fqn(owner, fqn) for fqn in param._fqns]
     held = ", ".join(f"{fqn} {list(shape)}" for fqn, shape in zip(fqns, param._shapes))
     grad = param.grad
-    total = sum(param._numels)
-    if grad is None or grad.dim() != 1 or grad.numel() < total:
+    # The flat layout: each parameter's numel, with alignment padding between them where
+    # FSDP adds it (use_orig_params=True does).
+    sizes = getattr(param, "_numels_with_padding", None)
+    padding = getattr(param, "_is_padding_mask", None)
+    if sizes is None or padding is None:
+        sizes, padding = param._numels, [False] * len(param._numels)
+    if grad is None or grad.dim() != 1 or grad.numel() < sum(sizes):
         return [f"FSDP1 FlatParameter holding {held}: this rank's shard of their flattened gradient"], []
     pieces, at = [], 0
-    for fqn, shape, numel in zip(fqns, param._shapes, param._numels):
-        pieces.append(Piece(fqn, grad[at:at + numel].view(shape)))
-        at += numel
+    own = iter(zip(fqns, param._shapes, param._numels))
+    for size, is_padding in zip(sizes, padding):
+        if not is_padding:
+            fqn, shape, numel = next(own)
+            pieces.append(Piece(fqn, grad[at:at + numel].view(shape)))
+        at += size
     note = (f"FSDP1 FlatParameter holding {held}: this rank's unsharded gradient, before FSDP's reduce-scatter "
             "(all-reduce under NO_SHARD; .grad then holds this rank's shard of the average); split back into those parameters")
     return [note], pieces

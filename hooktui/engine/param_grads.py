@@ -40,7 +40,9 @@ class ParamGradHooks:
         has materialised them: call again when backward starts."""
         if self._kinds is None:
             self._kinds = GradKinds(self.tracer.walk.modules)
-        for qualified, param in ModelWalk(model).params if params is None else params:
+        params = ModelWalk(model).params if params is None else params
+        flat = [(f"{owner}._flat_param" if owner else "_flat_param", p) for owner, p in self._kinds.flat]
+        for qualified, param in (*params, *flat):
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 if param._post_accumulate_grad_hooks is None:

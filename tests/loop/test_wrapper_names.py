@@ -46,7 +46,10 @@ def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):
         assert all(e.module.endswith(f"[{wrapper}]") for e in events[kind] if e.module_type == wrapper)
     ddp_modules = {name: raw for name, raw, _ in result["ddp"]["modules"]}
     assert ddp_modules["2.0"] == "module.2.0" and ddp_modules["[DistributedDataParallel]"] == ""
-    fsdp1_grads_split_back(result)
+    fsdp1_grads_split_back(result, "fsdp1")
+    # use_orig_params=True: the flat parameter is no registered parameter, and the model's
+    # own get their .grad from FSDP, not autograd: the flat one's firing shows them.
+    fsdp1_grads_split_back(result, "fsdp1_orig")
     fsdp_modules = {name: raw for name, raw, _ in result["fsdp1"]["modules"]}
     assert fsdp_modules["2.0"] == "_fsdp_wrapped_module.2.0._fsdp_wrapped_module"
 
@@ -60,12 +63,13 @@ def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):
     assert not any(f.differs for f in paired)
 
 
-def fsdp1_grads_split_back(result: dict) -> None:
+def fsdp1_grads_split_back(result: dict, kind: str) -> None:
     """FSDP1's param_grad: one per FlatParameter, saying what it holds, split back into the
     named parameters, each equal to a plain model's .grad (one rank: no reduce-scatter)."""
     plain = result["plain_grads"]
     split = {}
-    for event in (Event.from_dict(e) for e in result["fsdp1"]["events"]):
+    assert result[kind]["error"] is None
+    for event in (Event.from_dict(e) for e in result[kind]["events"]):
         if event.hook == "param_grad":
             assert event.notes[0].startswith(f"FSDP1 FlatParameter holding {event.module}.weight")
             assert "this rank's unsharded gradient, before FSDP's reduce-scatter" in event.notes[0]

@@ -1,5 +1,5 @@
 """One process (world size 1, gloo) for test_wrapper_names.py: the same model recorded
-under DDP, FSDP1 (flat parameters), FSDP2 and tensor parallel, each trace's firings and
+under DDP, FSDP1 (flat parameters, also with use_orig_params=True), FSDP2 and tensor parallel, each trace's firings and
 modules, and a plain copy's .grad, as JSON to argv[1]. FSDP2's and TP's models also carry
 a forward hook of the user's, which doubles layer 3's output."""
 
@@ -39,6 +39,8 @@ def main() -> None:
         wrapped = {
             "ddp": DDP(build()),
             "fsdp1": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu")),
+            "fsdp1_orig": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
+                               use_orig_params=True),
         }
         fsdp2 = build()
         fully_shard(fsdp2[0])
