@@ -231,6 +231,9 @@ class Tracer:
         # Firings from several threads get distinct indexes, emitted in index order.
         self._firing = threading.RLock()
         self._counts: dict[str, int] = defaultdict(int)
+        # Of those, the calls made inside a backward: activation checkpointing's recomputes
+        # (a module run again to rebuild what it saved, not a new use of it).
+        self._recomputed: dict[str, int] = defaultdict(int)
         # The exception a forward call raised, and that call's (module, type, call, source):
         # the innermost one to raise it (`call_that_raised`).
         self._raised: tuple[BaseException, tuple[str, str, int, SourceLocation | None]] | None = None
@@ -299,6 +302,10 @@ class Tracer:
         self.emit = _after_the_run
 
     @property
+    def walk(self) -> ModelWalk:
+        return self._walk
+
+    @property
     def next_free_index(self) -> int:
         """The index the next firing will take."""
         return self._next_index
@@ -333,6 +340,8 @@ class Tracer:
             thread=thread,
         )
         self._counts[name] += 1
+        if self._backwards:
+            self._recomputed[name] += 1
         self._stacks[(thread, id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
@@ -757,6 +766,10 @@ class Tracer:
 
     def call_count(self, module_name: str) -> int:
         return self._counts.get(module_name, 0)
+
+    def forward_calls(self, module_name: str) -> int:
+        """The module's calls in this step, less the recomputes of activation checkpointing."""
+        return self._counts.get(module_name, 0) - self._recomputed.get(module_name, 0)
 
     def module_named(self, module_name: str) -> nn.Module:
         return self._modules[module_name]

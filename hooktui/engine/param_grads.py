@@ -12,6 +12,8 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
+from .grad_kinds import GradKinds
+from .model_walk import ModelWalk
 from .records import SourceLocation
 from .source import definition_location
 
@@ -30,12 +32,17 @@ class ParamGradHooks:
         # Parameters that had no post-accumulate-grad hook dict before ours: set back to
         # None once ours is removed (the dict would stay, empty, on every parameter).
         self._had_none: list = []
+        self._kinds: GradKinds | None = None
 
     def install(self, model: nn.Module, params: list | None = None) -> None:
         """Hook every parameter not hooked yet (`params`: the model's named parameters, if
         walked already). A lazy module's parameters take hooks only once its first forward
         has materialised them: call again when backward starts."""
-        for qualified, param in model.named_parameters() if params is None else params:
+        if self._kinds is None:
+            self._kinds = GradKinds(self.tracer.walk.modules)
+        params = ModelWalk(model).params if params is None else params
+        flat = [(f"{owner}._flat_param" if owner else "_flat_param", p) for owner, p in self._kinds.flat]
+        for qualified, param in (*params, *flat):
             if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 if param._post_accumulate_grad_hooks is None:
@@ -53,7 +60,7 @@ class ParamGradHooks:
         from .hunt import has_nonfinite
 
         deferred = self.tracer.defer_hunt
-        for qualified, param in model.named_parameters():
+        for qualified, param in ModelWalk(model).params:
             if param.grad is not None and (deferred or has_nonfinite(param.grad)):
                 short = qualified.rpartition(".")[2]
                 self._bad_before[id(param)] = self.tracer.describe(
@@ -73,15 +80,25 @@ class ParamGradHooks:
         self._hooked.clear()
         self._nodes.clear()
         self._bad_before.clear()
+        self._kinds = None
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
-        calls = tracer.call_count(owner)
+        # A recompute under activation checkpointing is no second use of the parameter.
+        calls = tracer.forward_calls(owner)
         module = tracer.module_named(owner)
         notes = []
         if calls > 1:
             notes.append(f"accumulated over the {calls} calls of this module in this forward")
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
+        live = {name: param.grad}
+        # Under DDP and FSDP: which gradient this is (grad_kinds.py).
+        said, pieces = self._kinds.notes(param, owner) if self._kinds is not None else ((), ())
+        notes.extend(said)
+        for piece in pieces:
+            piece_name = f"{piece.name}.grad"
+            tensors.append(tracer.describe(piece_name, piece.tensor, target=piece.name, extra=True))
+            live[piece_name] = piece.tensor
         before = self._bad_before.pop(id(param), None)
         if before is not None:
             tensors.append(before)
@@ -93,7 +110,7 @@ class ParamGradHooks:
             module=module,
             call=max(calls - 1, 0),
             tensors=tensors,
-            live={name: param.grad},
+            live=live,
             node=cached[1],
             source=_definition(module),
             forward_index=tracer.last_forward_index(owner),

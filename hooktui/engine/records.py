@@ -265,6 +265,8 @@ class ModuleInfo:
     type: str
     # Parameters directly owned by this module: name -> shape.
     params: dict[str, list[int]] = field(default_factory=dict)
+    # PyTorch's name for it, where a wrapper's prefix was dropped from `name` (wrappers.py).
+    raw_name: str | None = None
 
     @property
     def depth(self) -> int:

@@ -66,13 +66,15 @@ class Trace:
 def describe_modules(model: nn.Module, walk: ModelWalk | None = None) -> list[ModuleInfo]:
     """Modules and their parameters' shapes; a lazy module's parameters have none until its
     first forward (`ModelWalk.has_lazy` then says to describe again)."""
+    walk = walk if walk is not None else ModelWalk(model)
     return [
         ModuleInfo(
             name=name,
             type=type(m).__name__,
             params={p: list(t.shape) for p, t in m.named_parameters(recurse=False) if not is_lazy(t)},
+            raw_name=walk.raw.get(name),
         )
-        for name, m in (walk.modules if walk is not None else model.named_modules())
+        for name, m in walk.modules
     ]
 
 

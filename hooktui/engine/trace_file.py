@@ -339,6 +339,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "name": NAME,
         "type": NAME,
         "params": dict_of(NAME, SHAPE, PARAMS_MAX),
+        "raw_name": optional(NAME),
     },
     TraceInfo: {
         "model": text(PATH_MAX),

@@ -38,6 +38,7 @@ from . import nodes, sharded
 from .capture import LiveFiring
 from .contain import failure_text
 from .gate import QuitRequested
+from .library_hooks import library_label
 from .model_walk import ModelWalk
 from .naming import named_tensors
 from .records import Event, SourceLocation, TensorRecord
@@ -118,6 +119,8 @@ class UserHooks:
         self._names = {id(m): name for name, m in walk.modules}
         self._modules = dict(walk.modules)
         self._param_names = {id(p): name for name, p in walk.params}
+        # UserHookInfo.id -> what FSDP's or TP's hook does (None: the user's own), found at its first call.
+        self._library: dict[int, str | None] = {}
         self._tracer = None
         self._patched: list[tuple[str, Callable]] = []
 
@@ -197,6 +200,9 @@ class UserHooks:
         # what PyTorch gets. hooktui's work around it is contained (contain.py).
         contain = self._tracer.contain
         module = args[0] if args and isinstance(args[0], nn.Module) else None
+        library = self._library.get(info.id, False)
+        if library is False:
+            library = self._library[info.id] = contain.call("recognising FSDP's and TP's hooks", library_label, hook, info.kind)
         seen = contain.call(f"reading what your hook {info.function} received", self._received, info, args, module)
         received, replaced, records, versions = seen if seen is not None else ([], None, [], {})
         try:
@@ -211,7 +217,7 @@ class UserHooks:
                     contain.failed(f"recording your hook {info.function}", failure)
             raise
         contain.call(f"recording what your hook {info.function} did", self._done, info, module, received, replaced, records,
-                     versions, result)
+                     versions, result, library)
         return result
 
     def _received(self, info: UserHookInfo, args: tuple, module) -> tuple:
@@ -219,7 +225,8 @@ class UserHooks:
         records = [self._tracer.describe(name, t) for name, t in received]
         return received, replaced, records, {name: t._version for name, t in received}
 
-    def _done(self, info: UserHookInfo, module, received: list, replaced: str | None, records: list, versions: dict, result) -> None:
+    def _done(self, info: UserHookInfo, module, received: list, replaced: str | None, records: list, versions: dict, result,
+              library: str | None = None) -> None:
         tracer = self._tracer
         changes: list[str] = []
         returned: list[TensorRecord] = []
@@ -232,7 +239,11 @@ class UserHooks:
                 live[after.name] = t
                 changes.append(f"{name} modified in place: norm {_norm(before)} → {_norm(after)}")
         outcome = "None"
-        if result is not None and replaced is not None:
+        if library is not None:  # FSDP's or TP's: said as what it does, not compared (library_hooks.py)
+            if result is not None:
+                outcome = "same" if any(result is t for _, t in received) else "replaced"
+            changes = [library]
+        elif result is not None and replaced is not None:
             new = _returned(info, result)
             try:
                 outcome, more_records, more_changes = _compare(tracer, replaced, received, records, new, "with_kwargs" in info.flags)
@@ -244,9 +255,10 @@ class UserHooks:
             changes += more_changes
         elif result is not None:
             outcome = "same" if any(result is t for _, t in received) else "replaced"
-        self._fire(info, module, records, returned, UserHookCall(info, outcome, changes), live)
+        self._fire(info, module, records, returned, UserHookCall(info, outcome, changes), live, library)
 
-    def _fire(self, info: UserHookInfo, module: nn.Module | None, received: list, returned: list, call: UserHookCall, live: dict) -> None:
+    def _fire(self, info: UserHookInfo, module: nn.Module | None, received: list, returned: list, call: UserHookCall, live: dict,
+              library: str | None = None) -> None:
         tracer = self._tracer
         name = self._names.get(id(module)) if module is not None else info.module
         name = name or ""
@@ -255,6 +267,10 @@ class UserHooks:
         # The first note names the hook, for `hooktui trace` and the Tensors pane.
         effect = "; ".join(call.changes) or {"None": "returned None", "same": "returned what it got"}.get(call.returned, call.returned)
         notes = [f"your hook {info.function} ({info.kind} on {info.owner}) at {_short(info.where)}: {effect}"]
+        if library is not None:
+            what = {"None": "returned None", "same": "returned what it got"}.get(
+                call.returned, "returned a replacement, not compared value by value")
+            notes = [f"{library}: {info.function} ({info.kind} on {info.owner}), not your hook; {what}"]
         if info.registered_at is not None:
             notes.append(f"registered during the run at {info.registered_at}")
         if call.error is not None:

@@ -275,7 +275,8 @@ def record_all(model, inputs, loss_fn=None):
     return hooktui.record(model, inputs, loss_fn, options=StatsOptions(max_values=1 << 20))
 
 
-def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None, ignore=None, build_plain=None) -> list:
+def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None, ignore=None, build_plain=None,
+                           rename=None) -> list:
     """hooktui's trace of `build()` on `make_inputs()` fires exactly what PyTorch's full
     module hooks fire on a second, identical copy: same sequence, same call numbers, same
     tensors (None where PyTorch gives None, zeros where it gives zeros), same values, and
@@ -285,11 +286,16 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
     comparison; the caller checks them). `ignore(hook, module)`: firings left out on both sides.
     `build_plain`: PyTorch's hooks run on this model instead (an out-of-place twin of an
     in-place model, with the same weights); forward values are then not compared (an
-    in-place op changes what a forward hook sees), backward values are."""
+    in-place op changes what a forward hook sees), backward values are. `rename(raw)`: the
+    name hooktui shows for PyTorch's module name `raw` (a wrapper's prefix dropped), written
+    out by the caller."""
     from hooktui.engine.inputs import split_inputs
 
     args, kwargs = split_inputs(make_inputs())
     expected, _ = plain_firings((build_plain or build)(), args, kwargs, loss_fn)
+    if rename is not None:
+        for firing in expected:
+            firing.module = rename(firing.module)
     trace = record_all(build(), make_inputs(), loss_fn)
     assert not trace.failed, trace.error and trace.error.traceback
     # Only the module hook kinds have a PyTorch twin here; param_grad firings are checked
@@ -314,6 +320,8 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
             assert_record_matches(record, tensor)
 
     nodes = plain_grad_fns((build_plain or build)(), args, kwargs)
+    if rename is not None:
+        nodes = {(rename(k[0]), *k[1:]): v for k, v in nodes.items()}
     if ignore is not None:
         nodes = {k: v for k, v in nodes.items() if not ignore("forward", k[0])}
     forward = {(e.module, e.call): e for e in trace.events if e.hook == "forward"}

@@ -41,12 +41,23 @@ def test_ddp_reducer_hooks_are_invisible_and_param_grads_show_where_they_run(tmp
         assert buckets, "DDP's comm hook ran under hooktui"
         assert not [e for e in trace.events if e.hook == "user_hook"]
         written = sorted(t.target for e in trace.events if e.hook == "param_grad" for t in e.tensors)
-        assert written == sorted(name for name, _ in model.named_parameters())
+        # Named as in the user's model: without DDP's `module.`.
+        assert written == sorted(name.removeprefix("module.") for name, _ in model.named_parameters())
 
         # The gradients hooktui showed are DDP's (averaged over one rank: the plain ones).
         model(x).sum().backward()
         shown = {t.target: t.stats.norm for e in trace.events if e.hook == "param_grad" for t in e.tensors}
         for name, param in model.named_parameters():
-            assert shown[name] == pytest.approx(float(param.grad.norm()), rel=1e-5)
+            assert shown[name.removeprefix("module.")] == pytest.approx(float(param.grad.norm()), rel=1e-5)
+
+        # Each param_grad says it is this rank's gradient before the all-reduce; under
+        # no_sync() (no all-reduce in that backward) that there is none.
+        notes = [e.notes for e in trace.events if e.hook == "param_grad"]
+        assert len(notes) == 4 and all(n[0].startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank ")
+                                       for n in notes)
+        with model.no_sync():
+            quiet = record(model, x)
+        notes = [e.notes for e in quiet.events if e.hook == "param_grad"]
+        assert len(notes) == 4 and all(n[0].startswith("DDP under no_sync()") for n in notes)
     finally:
         dist.destroy_process_group()

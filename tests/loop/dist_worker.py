@@ -51,9 +51,15 @@ loss = hooktui.debug(model, lambda: model(x).pow(2).mean())
 twin(x).pow(2).mean().backward()  # the same step in plain torch (gradients averaged over the ranks)
 
 same = all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
+# This rank's own gradient, before any all-reduce: a plain copy, unwrapped, on this rank's batch.
+alone = build()
+alone(x).pow(2).mean().backward()
+local = {name: p.grad.reshape(-1).tolist() for name, p in alone.named_parameters()}
+final = {name.removeprefix("module."): p.grad.reshape(-1).tolist() for name, p in model.named_parameters()}
 gathered = [None, None]
 dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
 dist.destroy_process_group()
 with open(sys.argv[1], "w") as out:
     json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
-               "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss)}, out)
+               "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss),
+               "local_grads": local, "final_grads": final}, out)

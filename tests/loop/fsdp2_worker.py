@@ -1,6 +1,7 @@
 """One rank of the two-process FSDP2 test (test_fsdp2.py): `record`, `guard` and `debug`
 on a model sharded with `fully_shard`, beside an identical twin stepped plainly. Writes
-what it saw to the JSON file named by argv[1]."""
+what it saw to the JSON file named by argv[1]. FSDP1's flat parameters, whose sharding
+also needs two ranks, are checked on these same processes (`fsdp1_*`)."""
 
 import json
 import sys
@@ -8,6 +9,7 @@ import sys
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 from torch.nn import functional as F
@@ -46,6 +48,24 @@ def same(a: dict, b: dict) -> bool:
     )
 
 
+def fsdp1_split_grads(result: dict, x: torch.Tensor) -> None:
+    """FSDP1 (FULL_SHARD, one flat parameter): record's param_grad split back into the named
+    parameters equals an unwrapped copy's gradient on this rank's batch (before the
+    reduce-scatter), while .grad ends as this rank's shard of the flattened average."""
+    def small() -> nn.Module:
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 6), nn.Tanh(), nn.Linear(6, 1))
+
+    model, alone = FSDP1(small(), device_id=torch.device("cpu")), small()
+    alone(x).sum().backward()
+    trace = hooktui.record(model, x, lambda out: out.sum())
+    (event,) = [e for e in trace.events if e.hook == "param_grad"]
+    shown = {t.target: t.values for t in event.tensors}
+    result["fsdp1_note"] = event.notes[0]
+    result["fsdp1_split_equal_local"] = all(shown.get(name) == p.grad.reshape(-1).tolist() for name, p in alone.named_parameters())
+    result["fsdp1_flat_shape"] = event.tensors[0].shape
+
+
 def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -68,6 +88,9 @@ def main() -> None:
         dtensor_notes = [t.note for e in trace.events for t in e.tensors if t.note and t.note.startswith("DTensor: ")]
         result["dtensor_notes"] = len(dtensor_notes)
         result["a_dtensor_note"] = dtensor_notes[0] if dtensor_notes else None
+        result["fsdp2_grad_notes"] = sum(
+            1 for e in trace.events if e.hook == "param_grad"
+            and any(n.startswith("FSDP2: this rank's shard of the gradient, after the reduce-scatter") for n in e.notes))
         result["failures"] = [n for e in trace.events for n in e.notes if n.startswith("hooktui failed")] + [
             t.missing for e in trace.events for t in e.tensors if t.missing and t.missing.startswith("hooktui could not")]
 
@@ -99,6 +122,8 @@ def main() -> None:
         plain.backward()
         result["failing_summaries_step_equal_plain"] = (torch.equal(loss, plain.detach()) and same(grads(model), grads(twin))
                                                         and same(shards(model), shards(twin)))
+
+        fsdp1_split_grads(result, x)
     finally:
         with open(sys.argv[1], "w") as out:
             json.dump(result, out)

@@ -54,6 +54,13 @@ def test_two_ranks_each_record_and_only_hooktui_rank_opens_the_app(tmp_path):
         assert f"rank {result['rank']}: recorded the step" in err and name in err
         events = read_trace_file(tmp_path / name).events
         assert {e.hook for e in events} >= {"forward", "backward", "param_grad"}
+        # Each param_grad shows this rank's gradient before DDP's all-reduce, and says so.
+        grads = [e for e in events if e.hook == "param_grad"]
+        assert len(grads) == 4
+        for event in grads:
+            (shown,) = event.tensors
+            assert shown.values == result["local_grads"][shown.target] != result["final_grads"][shown.target]
+            assert "DDP: this rank's gradient, before DDP averages it over the 2 ranks" in event.notes[0]
     assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == sorted(
         f"hooktui-{r['pid']}-1-rank{r['rank']}.jsonl" for r in results
     )

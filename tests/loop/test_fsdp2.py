@@ -1,7 +1,8 @@
 """FSDP2 (`fully_shard`) on two gloo processes on the CPU: `record`, `guard` and `debug` run
 without a collective of hooktui's, leave the parameters DTensor shards, and their values
 equal plain module hooks' and a plain twin's step, also when every summary of hooktui's
-raises (fsdp2_worker.py does the work)."""
+raises (fsdp2_worker.py does the work). On the same processes: FSDP1's flat gradient, split
+back into the named parameters, is this rank's own before the reduce-scatter."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def test_fsdp2_record_guard_and_debug_leave_the_shards_and_equal_a_plain_step(tm
                       "failing_summaries_step_equal_plain"):
             assert result[check] is True, (result["rank"], check)
         assert result["dtensor_notes"] == 8  # one per parameter's param_grad
+        assert result["fsdp2_grad_notes"] == 8  # each says which gradient it shows
+        # FSDP1: the flat parameter's unsharded gradient (61 values), split into 0.weight ... 2.bias.
+        assert result["fsdp1_split_equal_local"] is True and result["fsdp1_flat_shape"] == [61]
+        assert result["fsdp1_note"].startswith("FSDP1 FlatParameter holding 0.weight [6, 8], 0.bias [6], 2.weight [1, 6], 2.bias [1]")
     # head's [1, 96] weight is sharded unevenly: rank 1 holds an empty part, said as such.
     assert "shape [1, 96], of a global [1, 96]; placements (Shard(0)) on mesh (2,) on cpu" in results[0]["a_dtensor_note"]
     assert "shape [0, 96] at offset (1, 0), of a global [1, 96]" in results[1]["a_dtensor_note"]

@@ -1,0 +1,97 @@
+"""Names as in the user's model: one model recorded under DDP and under FSDP1 (one gloo
+process, wrapped_worker.py) fires under the names of the plain model's modules, the raw
+names kept in the trace's modules, and `diff` of the two traces aligns every firing of the
+user's modules, with equal values. FSDP1's flat parameters' gradients are split back into
+the named parameters."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hooktui.engine.compare import compare
+from hooktui.engine.records import Event
+from test_distributed import _free_port
+
+pytest.importorskip("torch.distributed.fsdp")
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory) -> dict:
+    """The worker's one run (DDP, FSDP1, FSDP2, TP), shared by the tests below."""
+    tmp_path = tmp_path_factory.mktemp("wrapped")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(_free_port()), "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
+    done = subprocess.run([sys.executable, str(HERE / "wrapped_worker.py"), str(tmp_path / "result.json")],
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp_path / "result.json").read_text())
+
+
+def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):
+    plain = set(result["plain_names"])
+    events = {}
+    for kind, wrapper in (("ddp", "DistributedDataParallel"), ("fsdp1", "FullyShardedDataParallel")):
+        assert result[kind]["error"] is None
+        events[kind] = [Event.from_dict(e) for e in result[kind]["events"]]
+        users = {e.module for e in events[kind] if e.module_type != wrapper}
+        assert users == plain  # every module of the user's fires, by its own name
+        assert all(e.module.endswith(f"[{wrapper}]") for e in events[kind] if e.module_type == wrapper)
+    ddp_modules = {name: raw for name, raw, _ in result["ddp"]["modules"]}
+    assert ddp_modules["2.0"] == "module.2.0" and ddp_modules["[DistributedDataParallel]"] == ""
+    fsdp1_grads_split_back(result, "fsdp1")
+    # use_orig_params=True: the flat parameter is no registered parameter, and the model's
+    # own get their .grad from FSDP, not autograd: the flat one's firing shows them.
+    fsdp1_grads_split_back(result, "fsdp1_orig")
+    fsdp_modules = {name: raw for name, raw, _ in result["fsdp1"]["modules"]}
+    assert fsdp_modules["2.0"] == "_fsdp_wrapped_module.2.0._fsdp_wrapped_module"
+
+    # param_grad differs by design (FSDP1 holds one flat parameter per wrapped Linear).
+    modules_firings = [e for e in events["ddp"] if e.module in plain and e.hook != "param_grad"]
+    comparison = compare(events["ddp"], events["fsdp1"])
+    paired = [f for f in comparison.firings if f.a is not None and f.b is not None
+              and events["ddp"][f.a].module in plain and events["ddp"][f.a].hook != "param_grad"]
+    assert len(modules_firings) == 28  # 7 modules, 4 hooks each
+    assert len(paired) == 28
+    assert not any(f.differs for f in paired)
+
+
+def fsdp1_grads_split_back(result: dict, kind: str) -> None:
+    """FSDP1's param_grad: one per FlatParameter, saying what it holds, split back into the
+    named parameters, each equal to a plain model's .grad (one rank: no reduce-scatter)."""
+    plain = result["plain_grads"]
+    split = {}
+    assert result[kind]["error"] is None
+    for event in (Event.from_dict(e) for e in result[kind]["events"]):
+        if event.hook == "param_grad":
+            assert event.notes[0].startswith(f"FSDP1 FlatParameter holding {event.module}.weight")
+            assert "this rank's unsharded gradient, before FSDP's reduce-scatter" in event.notes[0]
+            split.update({t.target: t.values for t in event.tensors if t.target in plain})
+    assert split == plain
+
+
+def test_fsdp2_and_tp_hooks_are_labelled_and_not_compared_while_the_users_is(result):
+    """FSDP2's forward hooks (fc 0 and the root are sharded) and TP's redistributions (0
+    colwise, 3 rowwise) say what they do; the user's own hook on 3 is still compared."""
+    for kind, expected in (("fsdp2", {("forward_pre", ""), ("forward", ""), ("forward_pre", "0"), ("forward", "0")}),
+                           ("tp", {("forward_pre", "0"), ("forward", "0"), ("forward_pre", "3"), ("forward", "3")})):
+        assert result[kind]["error"] is None
+        hooks = [Event.from_dict(e) for e in result[kind]["events"] if e["hook"] == "user_hook"]
+        library = [e for e in hooks if "/torch/distributed/" in e.user_hook.hook.filename.replace(os.sep, "/")]
+        assert {(e.user_hook.hook.kind, e.module) for e in library} == expected
+        for event in library:
+            (label,) = event.user_hook.changes  # what it does, no value-by-value change
+            assert label.startswith("FSDP2 " if kind == "fsdp2" else "tensor parallel (")
+            assert event.notes[0].startswith(label) and "not your hook" in event.notes[0]
+        if kind == "tp":
+            styles = {e.module: e.user_hook.changes[0] for e in library if e.user_hook.hook.kind == "forward"}
+            assert "ColwiseParallel" in styles["0"] and "RowwiseParallel" in styles["3"]
+        (users,) = [e for e in hooks if e not in library]
+        assert users.notes[0].startswith("your hook doubled (forward on 3)") and "output replaced" in users.notes[0]
