@@ -3,7 +3,7 @@ labels, whole column titles, the timeline's shape column, tree names without cut
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 
 from hooktui.engine.session import record
 from hooktui.engine.loader import load_target
@@ -38,8 +38,8 @@ def test_a_long_label_leaves_the_shape_and_statistics_on_screen_and_the_values_t
     info, events = recorded("cnn.py")
     position = next(i for i, e in enumerate(events) if e.hook == "backward" and e.module == "features.4")
     event = events[position]
-    # Every tensor of the firing labelled as a node firing's are (long).
-    event.tensors = [dataclasses.replace(t, target=LONG) for t in event.tensors]
+    for tensor in event.tensors:  # labelled as a node firing's are (long)
+        tensor.target = LONG
     shape = f"({', '.join(map(str, event.tensors[0].shape))})"
 
     async def script():
@@ -87,3 +87,52 @@ def test_tree_types_are_whole_words_or_left_out():
     tree = [r[:24] for r in rows[1:10]]
     assert any(" attn " in r for r in tree) and any(" mlp" in r for r in tree), tree
     assert not any("Multihe…" in r or "Sequenti…" in r or "Non…" in r for r in tree), tree
+
+
+def test_the_tabs_take_the_rows_the_tensors_need_and_the_tree_and_timeline_the_rest():
+    info, events = recorded("cnn.py")
+    many = next(i for i, e in enumerate(events) if e.hook == "backward" and e.module == "head")
+    events[many].tensors = [copy.copy(events[many].tensors[0]) for _ in range(8)]
+    for k, tensor in enumerate(events[many].tensors):
+        tensor.name = f"t{k}"
+
+    async def script():
+        app = HooktuiApp(recorded=(info, events), show_timings=False)
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await pilot.pause()
+            top, lower = app.query_one("#top"), app.lower
+            # 22 rows between the status line and the footer: 1 tensor needs the least (8).
+            assert (top.size.height, lower.size.height) == (14, 8)
+            app.goto(many, follow=False)
+            await pilot.pause()
+            assert lower.size.height == 2 + 1 + 1 + 8  # tabs, summary, header, 8 tensors
+            rows = screen_rows(app)
+            assert " t7 " in rows[1 + top.size.height + lower.size.height - 1], rows  # the last on screen
+            await pilot.press("x")  # Explain's text fills what it gets: the tabs' share (60%)
+            await pilot.pause()
+            assert lower.size.height == 13
+            await pilot.press("t")
+            await pilot.pause()
+            assert lower.size.height == 12
+            await pilot.resize_terminal(120, 40)  # side by side: the CSS's split
+            await pilot.pause()
+            assert lower.wide and str(lower.styles.height) == "1fr" and top.size.height == 15  # 40%, as before
+
+    run(script())
+
+
+def test_no_binding_shows_through_beside_the_palette_key_at_60x18():
+    info, events = recorded("seed.py")
+
+    async def script():
+        app = HooktuiApp(recorded=(info, events), show_timings=False)
+        async with app.run_test(size=(60, 18), notifications=False) as pilot:
+            await pilot.pause()
+            footer = screen_rows(app)[-1]
+            assert footer.endswith("^p palette "), footer  # was `^p paletteu`: Quit's 'u'
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            footer = screen_rows(app)[-1]
+            assert "q Quit" in footer and footer.endswith("^p palette "), footer
+
+    run(script())

@@ -79,6 +79,9 @@ class ModuleTree(Tree[str]):
 
     def on_resize(self) -> None:
         self._relabel()
+        # A shorter tree (the panes below took more rows) must still show the current module.
+        if self.cursor_line >= 0:
+            self.call_after_refresh(self.scroll_to_line, self.cursor_line, animate=False)
 
     def _relabel(self) -> None:
         for name, node in self._module_nodes.items():

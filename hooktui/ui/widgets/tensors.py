@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -222,6 +223,19 @@ class TensorsPane(Vertical):
             table.add_row(*cells, key=str(position))
         if event.tensors:
             table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
+
+    def rows_wanted(self, width: int) -> int:
+        """Rows that show the current firing whole at `width` cells: the summary and notes
+        (wrapped, at most 5: their CSS), the table's header and its rows."""
+        event = self._event
+        if event is None:
+            return 2
+        head = summary_text(event, self.columns_for(event))
+        notes = notes_text(event)
+        lines = [head.plain, *(notes.plain.split("\n") if notes else [])]
+        room = max(1, width - 2)  # the notes' padding
+        wrapped = sum(max(1, -(-cell_len(line) // room)) for line in lines)
+        return min(wrapped, 5) + 1 + len(event.tensors)
 
     def on_resize(self) -> None:
         if self._composed and self.size != self._fitted_size:
