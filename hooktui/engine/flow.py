@@ -8,7 +8,8 @@ for the rows on screen. No torch, no Textual: the same rows serve a live run and
 
 What a row shows, from which firing of the call:
 - output: the `forward` firing's first output tensor: abs-max and std;
-- grad_output: the `backward_pre` firing's grad_output slots: their joint L2 norm;
+- grad_output: the `backward_pre` firing's grad_output slots: their joint L2 norm (a call
+  returning a dict has none: the gradients of the dict's tensors instead);
 - grad_input: the `backward` firing's grad_input slots: their joint L2 norm;
 - params: the `param_grad` firings that name the call (AccumulateGrad writes a parameter's
   `.grad` once per backward, after the last call of a shared module): their joint L2 norm.
@@ -135,6 +136,13 @@ def _present(tensors: Sequence[TensorRecord], prefix: str) -> list[TensorRecord]
     return [t for t in tensors if not t.is_missing and not t.extra and t.name.startswith(prefix)]
 
 
+def _arriving(tensors: Sequence[TensorRecord]) -> list[TensorRecord]:
+    """The gradient arriving at a call's output: its grad_output slots; for a call with
+    none (a dict returned: PyTorch's hooks see no output), hooktui's own gradients of the
+    output's tensors (`grad of output['logits']`), not None."""
+    return _present(tensors, "grad_output") or [t for t in tensors if t.extra and not t.is_missing and t.name.startswith("grad of output")]
+
+
 def _flags(quantity: Quantity, tensors: Sequence[TensorRecord]) -> Quantity:
     for tensor in tensors:
         counts = tensor.nonfinite_counts
@@ -169,7 +177,7 @@ def call_numbers(row: CallRow, events: Sequence[Event]) -> CallNumbers:
                 absmax.value, std.value = stats.absmax, stats.std
             _flags(absmax, outputs[:1])
             std.nan, std.inf = absmax.nan, absmax.inf
-    grad_output = joint_norm(_present(events[row.backward_pre].tensors, "grad_output")) if row.backward_pre is not None else Quantity()
+    grad_output = joint_norm(_arriving(events[row.backward_pre].tensors)) if row.backward_pre is not None else Quantity()
     grad_input = joint_norm(_present(events[row.backward].tensors, "grad_input")) if row.backward is not None else Quantity()
     params = Quantity()
     if row.param_grads:

@@ -126,3 +126,21 @@ def test_rows_grow_with_the_firings_and_version_on_change():
     # The current firing's row: a backward firing belongs to the row of its call.
     cell_2 = next(e for e in events if e.hook == "backward_pre" and e.module == "cell" and e.call == 2)
     assert calls.rows[calls.row_of(cell_2)].call == 2
+
+
+def test_a_root_returning_a_dict_shows_the_gradient_reaching_its_tensors():
+    """PyTorch's hooks see no output of a module returning a dict (issue 25.11: the overview
+    said `∇ output None`): the row gives the norm of the gradient of the dict's tensors."""
+    module = load_sample("transformer")
+    model = module.build_model()
+    output = model(**module.example_inputs())
+    output["logits"].retain_grad()
+    module.loss_fn(output).backward()
+    # From outside the call, only `logits` gets a gradient (the loss reads nothing else; the
+    # `hidden` tensor's .grad would be the part flowing back through lm_head, inside the call).
+    want = joint_norm([output["logits"].grad])
+    trace = record(module.build_model(), module.example_inputs(), module.loss_fn)
+    calls = CallRows()
+    calls.extend(trace.events)
+    root = calls.rows[0]
+    assert root.module == "" and close(call_numbers(root, trace.events).grad_output.value, want)

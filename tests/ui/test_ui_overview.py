@@ -10,12 +10,14 @@ import torch
 from torch import nn
 
 from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
-from hooktui.engine.session import Session
+from hooktui.engine.loader import load_target
+from hooktui.engine.session import Session, record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.overview import OverviewRows, bar, bar_level, short_number
 
+from screen_text import screen_rows
 from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
 
 
@@ -228,3 +230,22 @@ def test_short_number_fits_its_column_and_keeps_the_sign(value, text):
     from hooktui.ui.widgets.overview import NUMBER, short_number
 
     assert short_number(value) == text and len(text) <= NUMBER
+
+
+def test_a_root_returning_a_dict_shows_its_output_gradient_not_none():
+    """Issue 25.11: the overview said `∇ output None` for transformer.py's root (a dict)."""
+    loaded = load_target(SAMPLES / "transformer.py")
+    trace = record(loaded.model, loaded.inputs, loaded.loss_fn)
+
+    async def script():
+        app = HooktuiApp(recorded=(trace.info, trace.events), show_timings=False)
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            app.goto(len(trace.events) - 1, follow=False)
+            await pilot.press("w")
+            await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen), "the overview")
+            await pilot.pause()
+            rows = screen_rows(app)
+            root = next(r for r in rows if "(root)" in r and "0  " in r)
+            assert "None" not in root and "∇ output" in " ".join(rows), rows
+
+    run(script())

@@ -152,10 +152,13 @@ def test_the_palette_lists_quit_once():
     run(script())
 
 
-def test_long_type_names_are_cut_at_a_word():
+def test_long_type_names_are_cut_at_a_word_or_left_out():
     assert fit_type("NonDynamicallyQuantizableLinear", 17) == "NonDynamically…"
     assert fit_type("Linear", 17) == "Linear"
-    assert fit_type("Sequential", 5) == "Sequ…"
+    assert fit_type("Sequential", 5) == ""  # not `Sequ…`: the module's name is enough
+    assert fit_type("MultiheadAttention", 9) == ""
+    assert fit_type("MultiheadAttention", 10) == "Multihead…"
+    assert fit_type("NonDynamicallyQuantizableLinear", 13) == ""  # not `Non…`
 
 
 def test_view_opens_json_output(tmp_path):

@@ -30,6 +30,12 @@ PANES = ("tensors", "explain", "values", "autograd", "source")
 SIDE = ("explain", "autograd", "source")  # the tabs beside the values when wide
 # Terminal sizes from which the panes share the screen instead of being tabs.
 WIDE = (120, 32)
+# As tabs, the panes' rows: the Tensors tab fits its firing (between LOWER_MIN and the share
+# the other tabs get: their text, grids and trees fill any room), and the tree and timeline
+# above take the rest, at least TOP_MIN. LOWER_MIN (tab bar and its rule, the summary, the
+# header, 4 tensors) keeps most steps from moving the split.
+LOWER_MIN, LOWER_SHARE, TOP_MIN = 8, 0.6, 7
+TABS = 2  # the tab bar and the rule under it
 TITLES = {"tensors": "Tensors", "explain": "Explain", "values": "Values", "autograd": "Autograd", "source": "Source"}
 
 
@@ -59,6 +65,7 @@ class LowerPanes(Widget):
         self.active = "tensors"  # the tab shown when narrow
         self.side_active = "explain"  # the tab beside the values when wide
         self._pointed: int | None = None  # the firing whose stop the panes last pointed at
+        self._screen_size: Size | None = None  # the terminal's, as last fitted to
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -72,10 +79,28 @@ class LowerPanes(Widget):
         self.post_message(self.LayoutChanged(wide))
 
     def fit(self, size: Size) -> None:
-        """Tabs or side by side, for a terminal of `size`."""
+        """Tabs or side by side, for a terminal of `size`; as tabs, the rows to take."""
+        self._screen_size = size
         wide = size.width >= WIDE[0] and size.height >= WIDE[1]
         if wide != self.wide:
             self.wide = wide
+        self._fit_height()
+
+    def rows_wanted(self, size: Size) -> int | None:
+        """The rows the tabs take on a terminal of `size` (None: side by side, CSS decides)."""
+        if self.wide:
+            return None
+        room = size.height - 2  # the status line and the footer
+        share = max(LOWER_MIN, min(round(room * LOWER_SHARE), room - TOP_MIN))
+        if self.active != "tensors" or not self.is_mounted:
+            return share
+        return max(LOWER_MIN, min(share, TABS + self._panes["tensors"].rows_wanted(size.width)))
+
+    def _fit_height(self) -> None:
+        rows = self.rows_wanted(self._screen_size) if self._screen_size is not None else None
+        height = f"{rows}" if rows is not None else "1fr"
+        if str(self.styles.height) != height:  # a new height costs a layout of the screen
+            self.styles.height = height
 
     def on_resize(self) -> None:
         self.fit(self.app.size)
@@ -144,6 +169,8 @@ class LowerPanes(Widget):
         panes["autograd"].show(event)
         panes["source"].show(event, call_site(event, self.events))
         self.refresh_explain()
+        if not streaming:  # a new split costs a layout: not while the run streams
+            self._fit_height()
 
     def _stopped_on(self, event: Event | None) -> int | None:
         """Position of the first tensor a value breakpoint stopped on at `event`, if it did."""
@@ -169,6 +196,7 @@ class LowerPanes(Widget):
             self.side_active = name
         elif name in PANES:
             self.active = name
+            self._fit_height()
 
     def on_tensor_chosen(self, message: TensorChosen) -> None:
         message.stop()

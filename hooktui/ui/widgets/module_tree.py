@@ -19,14 +19,14 @@ MODULES_SHOWN = 5_000
 
 def fit_type(type_name: str, room: int) -> str:
     """`type_name` in `room` cells: whole, or cut at a CamelCase word boundary with an
-    ellipsis (`NonDynamically…`), never in the middle of a word unless it is one word."""
+    ellipsis (`NonDynamically…`), or nothing: never in the middle of a word (`Seque…`,
+    `Multihe…` read as noise beside the name, which comes first)."""
     if len(type_name) <= room:
         return type_name
-    if room < 2:
-        return ""
     cut = room - 1
-    bounds = [i for i in range(1, cut + 1) if type_name[i].isupper() and not type_name[i - 1].isupper()]
-    return type_name[: bounds[-1] if bounds else cut] + "…"
+    # A kept word shorter than 4 letters (`Non…`) says as little as a cut one.
+    bounds = [i for i in range(4, cut + 1) if type_name[i].isupper() and not type_name[i - 1].isupper()]
+    return type_name[: bounds[-1]] + "…" if bounds else ""
 
 
 class ModuleTree(Tree[str]):
@@ -79,6 +79,9 @@ class ModuleTree(Tree[str]):
 
     def on_resize(self) -> None:
         self._relabel()
+        # A shorter tree (the panes below took more rows) must still show the current module.
+        if self.cursor_line >= 0:
+            self.call_after_refresh(self.scroll_to_line, self.cursor_line, animate=False)
 
     def _relabel(self) -> None:
         for name, node in self._module_nodes.items():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.widgets import DataTable, Static
 
 from ...engine.compare import TensorDiff
@@ -99,6 +101,36 @@ def twin_cells(twins: Twins | None, name: str) -> tuple[Text, Text]:
     return Text(f"= {number(diff.rel)}" if diff.rel else "= same", "green"), theirs
 
 
+# Columns left out, in this order, when the table would not fit the pane: a column cut
+# partway (`histogr`) says nothing.
+DROPPABLE = ("histogram", "B")
+CELL_PADDING = 1  # DataTable's, each side of every column
+
+
+def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int) -> tuple[list[str], list[int]]:
+    """The columns that fit in `room` cells and their widths. The shape and statistics must
+    stay on screen: the tensor's label (a node firing's is long: `grad_inputs[1] → the
+    module's input args[0]`) gives way as far as they need, down to `label_min` cells (the
+    slot's own name and `…`); then a column of DROPPABLE is shown only if it fits whole."""
+    if room <= 0:
+        return list(columns), list(widths)
+    pad = 2 * CELL_PADDING
+    used = sum(w + pad for c, w in zip(columns, widths) if c not in DROPPABLE)
+    label = widths[0]
+    if used > room:
+        label = max(min(label, max(len(columns[0]), label_min)), label - (used - room))
+        used -= widths[0] - label
+    kept, kept_widths = [columns[0]], [label]
+    for c, w in zip(columns[1:], widths[1:]):
+        if c in DROPPABLE:
+            if used + w + pad > room:
+                continue
+            used += w + pad
+        kept.append(c)
+        kept_widths.append(w)
+    return kept, kept_widths
+
+
 class TensorsPane(Vertical):
     ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
@@ -115,6 +147,7 @@ class TensorsPane(Vertical):
         self._composed = False  # children exist (is_mounted is set only after on_mount)
         self._event = event
         self._selected = selected
+        self._fitted_size = Size(0, 0)  # the size the columns were last fitted to
         self.against = against  # the other run's tensors (`view --against`), else None
 
     def compose(self) -> ComposeResult:
@@ -172,13 +205,41 @@ class TensorsPane(Vertical):
             if self.against is not None:
                 cells["vs B"], cells["B"] = twin_cells(twins, tensor.name)
             rows.append([cells[c] for c in columns])
-        # Explicit widths: the table then never shows a half-measured state.
-        for i, column in enumerate(columns):
-            table.add_column(column, key=column, width=max([len(column), *(row[i].cell_len for row in rows)]))
+        # Explicit widths: the table then never shows a half-measured state. Fitted to the
+        # pane once it has a size; fitted again on a resize.
+        natural = [max([len(column), *(row[i].cell_len for row in rows)]) for i, column in enumerate(columns)]
+        slot = max((len(t.name) + 2 for t in event.tensors), default=0)  # `grad_inputs[0] …`
+        # The vertical scrollbar's cell, when the rows will not fit (or the height is not known yet).
+        bar = 1 if len(rows) + 1 > self.table.size.height else 0
+        kept, widths = fit_columns(columns, natural, self.size.width - bar if self.size.width else 0, slot)
+        self._fitted_size = self.size
+        for column, width in zip(kept, widths):
+            table.add_column(column, key=column, width=width)
         for position, row in enumerate(rows):
-            table.add_row(*row, key=str(position))
+            cells = [row[columns.index(c)] for c in kept]
+            if cells[0].cell_len > widths[0]:  # the whole label is in the Values pane's title
+                cells[0] = cells[0].copy()
+                cells[0].truncate(widths[0], overflow="ellipsis")
+            table.add_row(*cells, key=str(position))
         if event.tensors:
             table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
+
+    def rows_wanted(self, width: int) -> int:
+        """Rows that show the current firing whole at `width` cells: the summary and notes
+        (wrapped, at most 5: their CSS), the table's header and its rows."""
+        event = self._event
+        if event is None:
+            return 2
+        head = summary_text(event, self.columns_for(event))
+        notes = notes_text(event)
+        lines = [head.plain, *(notes.plain.split("\n") if notes else [])]
+        room = max(1, width - 2)  # the notes' padding
+        wrapped = sum(max(1, -(-cell_len(line) // room)) for line in lines)
+        return min(wrapped, 5) + 1 + len(event.tensors)
+
+    def on_resize(self) -> None:
+        if self._composed and self.size != self._fitted_size:
+            self.show(self._event, self.table.cursor_row)
 
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         message.stop()

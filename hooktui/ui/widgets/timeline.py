@@ -278,7 +278,7 @@ class Timeline(ScrollView, can_focus=True):
     # cell's calls look alike without it) and the NaN/Inf flag.
     COLUMNS = (("index", "#", 0, 0), ("phase", "ph", 3, 3), ("hook", "hook", 12, 0), ("module", "module", 0, 0),
                ("call", "call", 4, 0), ("flag", "!", 4, 0), ("shape", "shape", 16, 1), ("node", "autograd node", 0, 2))
-    MODULE_MIN, NODE_MIN = 8, 12
+    MODULE_MIN, MODULE_SHORT, SHAPE_MIN, NODE_MIN = 8, 12, 12, 12
 
     def _layout(self, width: int) -> list[tuple[str, int]]:
         """The columns that fit in `width` cells, and their widths."""
@@ -295,10 +295,17 @@ class Timeline(ScrollView, can_focus=True):
         def total() -> int:
             return sum(widths[k] for k in keep) + len(keep) - 1
 
-        # Narrow: drop the least useful columns first, then shorten module names.
+        # Narrow: drop the least useful columns first; before the shape goes, module names
+        # are shortened to MODULE_SHORT (they keep their leaf) and the shape column to
+        # SHAPE_MIN (most shapes fit it whole); without the shape, names to MODULE_MIN.
         for k in [c[0] for c in sorted(self.COLUMNS, key=lambda c: -c[3]) if c[3] > 0]:
             if total() <= width:
                 break
+            if k == "shape":
+                for short, floor in (("module", self.MODULE_SHORT), ("shape", self.SHAPE_MIN)):
+                    widths[short] = max(min(widths[short], floor), widths[short] - (total() - width))
+                if total() <= width:
+                    break
             keep.remove(k)
         if total() > width:
             widths["module"] = max(self.MODULE_MIN, widths["module"] - (total() - width))

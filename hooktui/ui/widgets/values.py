@@ -229,6 +229,8 @@ class ValuesPane(Vertical):
     def _title(self, tensor: TensorRecord, lead: list[int], count: int, live_grid: list[int] | None = None) -> Text:
         text = Text()
         text.append(tensor.name, "bold")
+        if tensor.target:  # the whole label, which the Tensors pane may have cut
+            text.append(f" → {tensor.target}")
         text.append(f" {shape_text(tensor)} {tensor.dtype or ''}")
         if lead:
             text.append("  slice [" + ", ".join(str(i) for i in lead) + ", :, :]", "bold")
