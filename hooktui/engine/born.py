@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .breakpoints import Breakpoint
-from .records import Event, TensorRecord
+from .records import Event, TensorRecord, firing_number
 
 NONFINITE = Breakpoint.nonfinite()
 
@@ -56,25 +56,35 @@ class Born:
     tensor: str  # the bad tensor's name at `origin`
     what: str  # e.g. "3 NaN", "norm 1.2e+04 > 1000"
     lines: list[str] = field(default_factory=list)  # the explanation, headline first
+    origin_sub: int = 0  # the origin firing's sub-number (Event.sub: a node firing stepped into)
 
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
 
+    @property
+    def origin_key(self) -> tuple[int, int]:
+        return (self.origin, self.origin_sub)
 
-def first_bad(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | None = None) -> int | None:
-    """Position of the first firing with a tensor `bp` calls bad, among the firings whose
-    index is at most `upto` (an index, as a Stop's: positions differ where a trace skips
-    numbers, e.g. legacy firings left out of a saved file)."""
+    @property
+    def origin_number(self) -> str:
+        return firing_number(self.origin, self.origin_sub)
+
+
+def first_bad(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | tuple[int, int] | None = None) -> int | None:
+    """Position of the first firing with a tensor `bp` calls bad, among the firings numbered
+    at most `upto` (an index, or a Stop's key (index, sub): positions differ where a trace
+    skips numbers, e.g. legacy firings left out of a saved file)."""
+    last = (upto, 0) if isinstance(upto, int) else upto
     for position, event in enumerate(events):
-        if upto is not None and event.index > upto:
+        if last is not None and event.key > last:
             return None
         if _bad(event, bp):
             return position
     return None
 
 
-def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | None = None) -> Born | None:
+def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | tuple[int, int] | None = None) -> Born | None:
     position = first_bad(events, bp, upto)
     if position is None:
         return None
@@ -122,7 +132,7 @@ def _born(event: Event, position: int, seen: int, tensor: TensorRecord, words: s
     # Firing numbers, as `#N` everywhere says them (position == seen at every caller: the
     # firing that shows the bad value is the one that says where it was made).
     return Born(seen=event.index, origin=event.index, phase=event.phase, module=event.module, call=event.call,
-                tensor=tensor.name, what=words, lines=lines)
+                tensor=tensor.name, what=words, lines=lines, origin_sub=event.sub)
 
 
 def _overflow(tensor: TensorRecord, words: str) -> list[str]:

@@ -224,15 +224,21 @@ class Stop:
     index: int
     breakpoint: Breakpoint
     reason: str
+    sub: int = 0  # the firing's sub-number (Event.sub)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The stopped firing's Event.key."""
+        return (self.index, self.sub)
 
 
 class BreakpointList:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[Breakpoint, BreakpointState] = {}
-        # Where conditions matched at live firings (event index -> stop): walking the
+        # Where conditions matched at live firings (Event.key -> stop): walking the
         # history again cannot evaluate them without the live objects.
-        self.live_hits: dict[int, Stop] = {}
+        self.live_hits: dict[tuple[int, int], Stop] = {}
 
     def __len__(self) -> int:
         return len(self._states)
@@ -287,9 +293,9 @@ class BreakpointList:
                     current = self._states.get(state.breakpoint)
                     if current is not None:
                         self._states[state.breakpoint] = replace(current, hits=current.hits + 1)
-            stop = Stop(event.index, state.breakpoint, reason)
+            stop = Stop(event.index, state.breakpoint, reason, event.sub)
             if live is not None and state.breakpoint.needs_live:
-                self.live_hits.setdefault(event.index, stop)
+                self.live_hits.setdefault(event.key, stop)
             if first is None:
                 first = stop
         return first

@@ -28,6 +28,8 @@ class History:
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
         self.hidden: set[str] = set()  # hook kinds that moving skips
+        # Cells the longest sub-number takes (".1": 2), 0 while no firing has one (Event.sub).
+        self.sub_width = 0
 
     def __len__(self) -> int:
         return len(self.events)
@@ -75,6 +77,8 @@ class History:
                 positions, modules = self._firsts.setdefault(event.phase, ([], []))
                 positions.append(position)
                 modules.append(event.module)
+            if event.sub:
+                self.sub_width = max(self.sub_width, len(str(event.sub)) + 1)
             if event.hook == "error":
                 self.error, self.error_position = event, len(self.events) - 1
             else:
@@ -122,7 +126,7 @@ class History:
                 return position, None
             stop = breakpoints.check(event, live=None, count=False, records_only=True)
             if stop is None and hits:
-                stop = hits.get(event.index)
+                stop = hits.get(event.key)
                 stop = stop if stop is not None and stop.breakpoint in enabled else None
             if stop is not None:
                 return position, stop
