@@ -118,13 +118,15 @@ class History:
         hits = breakpoints.live_hits
         enabled = breakpoints.enabled if hits else frozenset()
         previous = self.events[self.cursor].phase if self.cursor >= 0 else None
+        births = breakpoints.replayed_births(self.events[: self.cursor + 1])  # `born_only` ones: from the start
         for position in range(self.cursor + 1, len(self.events)):
             event = self.events[position]
             if event.hook in self.hidden:
+                breakpoints.check(event, live=None, count=False, records_only=True, births=births)  # followed, never a stop
                 continue
             if break_on_backward and event.phase == "backward" and previous != "backward":
                 return position, None
-            stop = breakpoints.check(event, live=None, count=False, records_only=True)
+            stop = breakpoints.check(event, live=None, count=False, records_only=True, births=births)
             if stop is None and hits:
                 stop = hits.get(event.key)
                 stop = stop if stop is not None and stop.breakpoint in enabled else None
