@@ -149,7 +149,21 @@ def _forward_pre(events, position, event, bad, bp) -> Born:
         lines = [f"The model's input {tensor.name} already holds {words}: it came from outside the model "
                  "(the data, or the code that built the inputs)."]
         return _born(event, position, position, tensor, words, lines)
-    enclosing, last = _forward_context(events, position)
+    stack, last = _forward_stack(events, position)
+    passed = _passed_in(stack, tensor)
+    if passed is not None:
+        # A breakpoint scoped below the root (`--in 'features*'`) first sees the value where
+        # a scoped call receives it: say where it really entered, not who received it.
+        outer, outer_tensor = passed
+        lines = [f"{tensor.name} of {_who(event)} already holds {words} when the module is called, unchanged from "
+                 f"{outer_tensor.name} of {_who(outer)} (#{outer.number})."]
+        if not outer.module and outer.call == 0:
+            lines.append("That is the model's input: it came from outside the model (the data, or the code that "
+                         "built the inputs); no module made it.")
+        else:
+            lines.append(f"{_who(outer)} received it so: look where it is called from.")
+        return _born(event, position, position, tensor, words, lines)
+    enclosing = stack[-1] if stack else None
     lines = [f"{tensor.name} of {_who(event)} already holds {words} when the module is called."]
     maker = f" by {tensor.grad_fn}" if tensor.grad_fn else ""
     if enclosing is not None:
@@ -183,8 +197,22 @@ def _forward(events, position, event, bad, bp) -> Born:
     return _born(event, position, position, tensor, words, lines)
 
 
-def _forward_context(events, position) -> tuple[Event | None, Event | None]:
-    """The module call open around `position` in forward, and the last one that ended."""
+def _passed_in(stack: list[Event], tensor: TensorRecord) -> tuple[Event, TensorRecord] | None:
+    """The outermost open call whose forward_pre received a tensor with `tensor`'s exact
+    summary (shape, dtype, statistics): the value was passed down unchanged from there."""
+    if tensor.stats is None:
+        return None
+    for outer in stack:
+        for other in outer.tensors:
+            if (not other.is_missing and other.name.startswith(("args", "kwargs")) and other.shape == tensor.shape
+                    and other.dtype == tensor.dtype and other.stats == tensor.stats):
+                return outer, other
+    return None
+
+
+def _forward_stack(events, position) -> tuple[list[Event], Event | None]:
+    """The forward_pre firings of the module calls open around `position` in forward,
+    outermost first, and the last call that ended."""
     stack: list[Event] = []
     last = None
     for event in events[:position]:
@@ -198,7 +226,7 @@ def _forward_context(events, position) -> tuple[Event | None, Event | None]:
             if stack:
                 stack.pop()
             last = event
-    return (stack[-1] if stack else None), last
+    return stack, last
 
 
 # -- backward ------------------------------------------------------------------------------

@@ -758,6 +758,16 @@ class Tracer:
     def last_forward_index(self, module_name: str) -> int | None:
         return self._last_forward.get(module_name)
 
+    def reached_calls(self, module_name: str) -> list[tuple[int, int | None]] | None:
+        """(call, index of its forward firing) of each call of `module_name` whose outputs the
+        running backward reaches (what a parameter's gradient sums), in call order; None
+        outside a backward."""
+        if not self._backwards:
+            return None
+        seen = self._backwards[-1].seen
+        return [(call.index, call.forward_index) for call in self._calls
+                if call.name == module_name and any(id(node) in seen for _, node, _ in call.output_edges)]
+
     def call_count(self, module_name: str) -> int:
         return self._counts.get(module_name, 0)
 
