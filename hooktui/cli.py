@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     value.add_argument("--break-nonfinite", "--stop-at-nonfinite", dest="nonfinite", action="store_true",
                        help="stop at the first firing with a NaN, or a +/-Inf in a tensor that carries a gradient "
                             "(an attention mask passed in may hold -inf)")
+    value.add_argument("--break-nonfinite-born", dest="nonfinite_born", action="store_true",
+                       help="as --break-nonfinite, but c stops only where a NaN/Inf is born (made from finite values), "
+                            "not at every later firing that carries it on")
     value.add_argument("--nan-only", action="store_true", help="with --break-nonfinite: NaN only, not Inf")
     value.add_argument("--break-above", "--stop-above", dest="above", metavar="STAT=BOUND", type=_above, action="append",
                        help="stop where a tensor's norm or absmax (over its finite values) is above BOUND, e.g. norm=1e3")
@@ -172,6 +175,7 @@ def _main(argv: list[str] | None, supervised: bool) -> int:
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     if args.command in ("view", "diff"):
         given = [flag for flag, value in (("--break-if", args.condition), ("--break-nonfinite", args.nonfinite),
+                                          ("--break-nonfinite-born", args.nonfinite_born),
                                           ("--break-above/--stop-above", args.above), ("--nan-only", args.nan_only)) if value]
         if given:
             parser.error(f"{', '.join(given)}: value breakpoints stop a running model (hooktui MODEL, hooktui trace MODEL); "

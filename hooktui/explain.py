@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .engine.records import Event, TensorRecord, TraceInfo
+from .engine.records import Event, TensorRecord, TraceInfo, position_of
 from .engine.user_hook_records import KIND_TEXT
 from .format import shape_text
 
@@ -137,7 +137,8 @@ def _user_hook(event: Event, events, who: str, info) -> list[Statement]:
                 f"node's input gradients, not the gradients w.r.t. the module's inputs."
             )
         )
-        forward = next((e for e in reversed(events[: event.index]) if e.hook == "forward" and e.module == event.module), None)
+        here = position_of(events, event.index, event.sub)
+        forward = next((e for e in reversed(events[: here or 0]) if e.hook == "forward" and e.module == event.module), None)
         mine, theirs = _tensor_named(event, "grad_input[0]"), _tensor_named(forward, "args[0]") if forward else None
         if mine is not None and theirs is not None and not mine.is_missing:
             same = mine.shape == theirs.shape
@@ -168,13 +169,14 @@ def _user_hook(event: Event, events, who: str, info) -> list[Statement]:
 def _user_hooks_nearby(event: Event, events: Sequence[Event]) -> list[Statement]:
     """The user hooks that ran right before or after this firing, for the same module."""
     near = []
-    for step in (-1, 1):
-        i = event.index + step
+    here = position_of(events, event.index, event.sub)
+    for step in (-1, 1) if here is not None else ():
+        i = here + step
         while 0 <= i < len(events) and events[i].hook == "user_hook":
             near.append(events[i])
             i += step
     out = []
-    for other in sorted(near, key=lambda e: e.index):
+    for other in sorted(near, key=lambda e: e.key):
         if other.user_hook is None or other.module != event.module or other.phase != event.phase:
             continue
         hook = other.user_hook.hook
@@ -310,10 +312,8 @@ def _param_grads(event: Event, events: Sequence[Event], info: TraceInfo | None) 
 
 
 def _forward_of(event: Event, events: Sequence[Event]) -> Event | None:
-    if event.forward_index is None or event.forward_index >= len(events):
-        return None
-    forward = events[event.forward_index]
-    return forward if forward.index == event.forward_index else None
+    position = None if event.forward_index is None else position_of(events, event.forward_index)
+    return None if position is None else events[position]
 
 
 def _backward_hooks_around(event: Event, events: Sequence[Event]) -> list[Statement]:

@@ -60,7 +60,7 @@ def run_diff(args) -> int:
 def firing_label(events: Sequence[Event], position: int) -> str:
     event = events[position]
     module = visible(event.module) or "(root)"
-    return f"#{event.index} {event.phase} {event.hook} {module} call {event.call} ({visible(event.module_type)})"
+    return f"#{event.number} {event.phase} {event.hook} {module} call {event.call} ({visible(event.module_type)})"
 
 
 def value_text(value: float | None) -> str:
@@ -78,8 +78,8 @@ def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
     if firing.a is None:
         return [f"{firing_label(result.b, firing.b)}: only in B (A has no such firing)"]
     head = firing_label(result.a, firing.a)
-    if result.b[firing.b].index != result.a[firing.a].index:
-        head += f" (B #{result.b[firing.b].index})"
+    if result.b[firing.b].key != result.a[firing.a].key:
+        head += f" (B #{result.b[firing.b].number})"
     lines = [head]
     for tensor in firing.tensors:
         if not tensor.differs:
@@ -125,7 +125,7 @@ def report(result: Comparison, path_a: str, path_b: str) -> str:
         for m in modules:
             event = result.a[m.firing.a]
             mark = "≠" if m.tensor.differs else " "
-            where = f"#{event.index} {event.hook} {visible(m.tensor.name)} {m.tensor.what}" if m.rel else "identical"
+            where = f"#{event.number} {event.hook} {visible(m.tensor.name)} {m.tensor.what}" if m.rel else "identical"
             lines.append(f"  {mark} {(visible(m.module) or '(root)'):{width}}  {visible(m.module_type):{type_width}}  {rel_text(m.rel):>8}  {where}")
     return "\n".join(lines)
 

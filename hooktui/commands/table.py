@@ -23,7 +23,7 @@ def format_event(event: Event) -> str:
     module = event.module or "(root)"
     tensors = "; ".join(f"{t.name} {shape_text(t)}" for t in event.tensors) or "-"
     line = (
-        f"{event.index:>4}  {event.phase:8}  {event.hook:15}  {module[:24]:24}  {event.call:>4}  "
+        f"{event.number:>4}  {event.phase:8}  {event.hook:15}  {module[:24]:24}  {event.call:>4}  "
         f"{(event.grad_fn or '-').rpartition('::')[2][:24]:24}  {tensors}"
     )
     for note in event.notes:

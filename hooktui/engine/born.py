@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .breakpoints import Breakpoint
-from .records import Event, TensorRecord
+from .records import Event, TensorRecord, firing_number
 
 NONFINITE = Breakpoint.nonfinite()
 
@@ -56,25 +56,35 @@ class Born:
     tensor: str  # the bad tensor's name at `origin`
     what: str  # e.g. "3 NaN", "norm 1.2e+04 > 1000"
     lines: list[str] = field(default_factory=list)  # the explanation, headline first
+    origin_sub: int = 0  # the origin firing's sub-number (Event.sub: a node firing stepped into)
 
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
 
+    @property
+    def origin_key(self) -> tuple[int, int]:
+        return (self.origin, self.origin_sub)
 
-def first_bad(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | None = None) -> int | None:
-    """Position of the first firing with a tensor `bp` calls bad, among the firings whose
-    index is at most `upto` (an index, as a Stop's: positions differ where a trace skips
-    numbers, e.g. legacy firings left out of a saved file)."""
+    @property
+    def origin_number(self) -> str:
+        return firing_number(self.origin, self.origin_sub)
+
+
+def first_bad(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | tuple[int, int] | None = None) -> int | None:
+    """Position of the first firing with a tensor `bp` calls bad, among the firings numbered
+    at most `upto` (an index, or a Stop's key (index, sub): positions differ where a trace
+    skips numbers, e.g. legacy firings left out of a saved file)."""
+    last = (upto, 0) if isinstance(upto, int) else upto
     for position, event in enumerate(events):
-        if upto is not None and event.index > upto:
+        if last is not None and event.key > last:
             return None
         if _bad(event, bp):
             return position
     return None
 
 
-def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | None = None) -> Born | None:
+def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | tuple[int, int] | None = None) -> Born | None:
     position = first_bad(events, bp, upto)
     if position is None:
         return None
@@ -122,7 +132,7 @@ def _born(event: Event, position: int, seen: int, tensor: TensorRecord, words: s
     # Firing numbers, as `#N` everywhere says them (position == seen at every caller: the
     # firing that shows the bad value is the one that says where it was made).
     return Born(seen=event.index, origin=event.index, phase=event.phase, module=event.module, call=event.call,
-                tensor=tensor.name, what=words, lines=lines)
+                tensor=tensor.name, what=words, lines=lines, origin_sub=event.sub)
 
 
 def _overflow(tensor: TensorRecord, words: str) -> list[str]:
@@ -139,7 +149,21 @@ def _forward_pre(events, position, event, bad, bp) -> Born:
         lines = [f"The model's input {tensor.name} already holds {words}: it came from outside the model "
                  "(the data, or the code that built the inputs)."]
         return _born(event, position, position, tensor, words, lines)
-    enclosing, last = _forward_context(events, position)
+    stack, last = _forward_stack(events, position)
+    passed = _passed_in(stack, tensor)
+    if passed is not None:
+        # A breakpoint scoped below the root (`--in 'features*'`) first sees the value where
+        # a scoped call receives it: say where it really entered, not who received it.
+        outer, outer_tensor = passed
+        lines = [f"{tensor.name} of {_who(event)} already holds {words} when the module is called, unchanged from "
+                 f"{outer_tensor.name} of {_who(outer)} (#{outer.number})."]
+        if not outer.module and outer.call == 0:
+            lines.append("That is the model's input: it came from outside the model (the data, or the code that "
+                         "built the inputs); no module made it.")
+        else:
+            lines.append(f"{_who(outer)} received it so: look where it is called from.")
+        return _born(event, position, position, tensor, words, lines)
+    enclosing = stack[-1] if stack else None
     lines = [f"{tensor.name} of {_who(event)} already holds {words} when the module is called."]
     maker = f" by {tensor.grad_fn}" if tensor.grad_fn else ""
     if enclosing is not None:
@@ -173,8 +197,22 @@ def _forward(events, position, event, bad, bp) -> Born:
     return _born(event, position, position, tensor, words, lines)
 
 
-def _forward_context(events, position) -> tuple[Event | None, Event | None]:
-    """The module call open around `position` in forward, and the last one that ended."""
+def _passed_in(stack: list[Event], tensor: TensorRecord) -> tuple[Event, TensorRecord] | None:
+    """The outermost open call whose forward_pre received a tensor with `tensor`'s exact
+    summary (shape, dtype, statistics): the value was passed down unchanged from there."""
+    if tensor.stats is None:
+        return None
+    for outer in stack:
+        for other in outer.tensors:
+            if (not other.is_missing and other.name.startswith(("args", "kwargs")) and other.shape == tensor.shape
+                    and other.dtype == tensor.dtype and other.stats == tensor.stats):
+                return outer, other
+    return None
+
+
+def _forward_stack(events, position) -> tuple[list[Event], Event | None]:
+    """The forward_pre firings of the module calls open around `position` in forward,
+    outermost first, and the last call that ended."""
     stack: list[Event] = []
     last = None
     for event in events[:position]:
@@ -188,7 +226,7 @@ def _forward_context(events, position) -> tuple[Event | None, Event | None]:
             if stack:
                 stack.pop()
             last = event
-    return (stack[-1] if stack else None), last
+    return stack, last
 
 
 # -- backward ------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ breakpoint stops a live run (engine/gate.py) and a walk through a recorded histo
 - `nonfinite`: a tensor of the firing holds NaN, or +/-Inf (unless `inf=False`) in a tensor
   that carries or produces a gradient, from the exact counts every record carries
   (TensorRecord.nonfinite_counts). A module's input that needs no grad may hold +/-Inf by
-  design: the additive -inf attention mask of every causal transformer (`is_gradless_input`);
+  design: the additive -inf attention mask of every causal transformer (`is_gradless_input`).
+  With `born_only`, only where such a value is born, not where it is carried on
+  (engine/births.py: the list follows the run's firings for it);
 - `threshold`: a tensor's finite abs-max or norm is above `bound`;
 - `condition`: a Python expression, evaluated at every firing against the live objects
   (names in CONDITION_NAMES). An expression that raises stops there, the error as reason.
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from .births import Births
 from .records import Event, TensorRecord
 
 KINDS = ("module", "user_hook", "nonfinite", "threshold", "condition")
@@ -46,6 +49,7 @@ class Breakpoint:
     stat: str = "norm"  # threshold: "norm" or "absmax" (over the finite values)
     bound: float = math.inf  # threshold: stop when the stat is above this
     inf: bool = True  # nonfinite: +/-Inf count too (False: NaN only)
+    born_only: bool = False  # nonfinite: only where the value is born (engine/births.py)
     expression: str = ""  # condition
 
     def __post_init__(self) -> None:
@@ -55,6 +59,8 @@ class Breakpoint:
             raise ValueError("a user_hook breakpoint needs the hook's id")
         if self.kind == "threshold" and (self.stat not in STATS or not math.isfinite(self.bound)):
             raise ValueError(f"a threshold needs a stat in {STATS} and a finite bound")
+        if self.born_only and self.kind != "nonfinite":
+            raise ValueError("only a non-finite breakpoint can stop where a value is born")
         if self.kind == "condition":
             _compiled(self.expression)  # a syntax error is the user's to see now, not at a firing
 
@@ -68,8 +74,9 @@ class Breakpoint:
         return cls("user_hook", user_hook=hook_id)
 
     @classmethod
-    def nonfinite(cls, module: str = "*", phase: str | None = None, tensor: str = "*", inf: bool = True) -> Breakpoint:
-        return cls("nonfinite", module=module, phase=phase, tensor=tensor, inf=inf)
+    def nonfinite(cls, module: str = "*", phase: str | None = None, tensor: str = "*", inf: bool = True,
+                  born_only: bool = False) -> Breakpoint:
+        return cls("nonfinite", module=module, phase=phase, tensor=tensor, inf=inf, born_only=born_only)
 
     @classmethod
     def threshold(cls, bound: float, stat: str = "norm", module: str = "*", phase: str | None = None, tensor: str = "*") -> Breakpoint:
@@ -89,6 +96,8 @@ class Breakpoint:
             return f"your hook #{self.user_hook}"
         if self.kind == "nonfinite":
             what = "NaN/Inf" if self.inf else "NaN"
+            if self.born_only:
+                return f"newly born {what}" + (f" ({where})" if where else "")
             return f"{what} in any tensor" + (f" ({where})" if where else "")
         if self.kind == "threshold":
             return f"{self.stat} > {self.bound:g}" + (f" ({where})" if where else "")
@@ -100,9 +109,11 @@ class Breakpoint:
         return self.kind == "condition"
 
     # -- deciding ----------------------------------------------------------------------
-    def check(self, event: Event, live: Any = None) -> str | None:
+    def check(self, event: Event, live: Any = None, born: list | None = None) -> str | None:
         """Why this breakpoint stops at `event` (plain words), or None. `live` is the
-        engine's LiveFiring when there is one. A condition that raises returns its error."""
+        engine's LiveFiring when there is one. A condition that raises returns its error.
+        `born`: for a `born_only` breakpoint, the bad tensors born at `event` (Births.observe);
+        without it, such a breakpoint stops at any bad firing, as a plain one does."""
         if self.kind == "user_hook":
             if event.user_hook is not None and event.user_hook.hook.id == self.user_hook:
                 return self.label
@@ -117,6 +128,8 @@ class Breakpoint:
             return None
         if self.kind == "module":
             return self.label
+        if self.born_only and born is not None:
+            return next((f"{words} in {tensor.name}, born here" for tensor, words in born), None)
         if self.kind in ("nonfinite", "threshold"):
             for tensor in event.tensors:
                 words = self.tensor_reason(tensor, event.phase)
@@ -224,18 +237,26 @@ class Stop:
     index: int
     breakpoint: Breakpoint
     reason: str
+    sub: int = 0  # the firing's sub-number (Event.sub)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The stopped firing's Event.key."""
+        return (self.index, self.sub)
 
 
 class BreakpointList:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[Breakpoint, BreakpointState] = {}
-        # Where conditions matched at live firings (event index -> stop): walking the
+        # Where conditions matched at live firings (Event.key -> stop): walking the
         # history again cannot evaluate them without the live objects.
-        self.live_hits: dict[int, Stop] = {}
-        # The firings each breakpoint has counted: a hit is a firing it matched, counted
-        # once however often a run or a walk through the history comes past it.
-        self._counted: dict[Breakpoint, set[int]] = {}
+        self.live_hits: dict[tuple[int, int], Stop] = {}
+        # What each `born_only` breakpoint knows of the run so far (engine/births.py).
+        self._births: dict[Breakpoint, Births] = {}
+        # The firings (Event.key) each breakpoint has counted: a hit is a firing it matched,
+        # counted once however often a run or a walk through the history comes past it.
+        self._counted: dict[Breakpoint, set[tuple[int, int]]] = {}
 
     def __len__(self) -> int:
         return len(self._states)
@@ -243,6 +264,15 @@ class BreakpointList:
     def add(self, bp: Breakpoint) -> None:
         with self._lock:
             self._states.setdefault(bp, BreakpointState(bp))
+
+    def replayed_births(self, events) -> dict[Breakpoint, Births]:
+        """What the enabled `born_only` breakpoints would know after `events` (a history up
+        to where a walk through it starts)."""
+        births = {s.breakpoint: Births(s.breakpoint.tensor_reason) for s in self.states() if s.enabled and s.breakpoint.born_only}
+        for event in events if births else ():
+            for tracker in births.values():
+                tracker.observe(event)
+        return births
 
     def remove(self, bp: Breakpoint) -> None:
         with self._lock:
@@ -277,33 +307,40 @@ class BreakpointList:
             return False
         return any(s.enabled and s.breakpoint.kind in kinds for s in self.states())
 
-    def check(self, event: Event, live: Any = None, count: bool = True, records_only: bool = False) -> Stop | None:
+    def check(self, event: Event, live: Any = None, count: bool = True, records_only: bool = False,
+              births: dict[Breakpoint, Births] | None = None) -> Stop | None:
         """The first enabled breakpoint that stops at `event`; with `count`, every one
-        that matches gets a hit. `records_only`: skip those that need the live objects."""
+        that matches gets a hit. `records_only`: skip those that need the live objects.
+        `births`: where the `born_only` ones follow the firings (`replayed_births` for a
+        walk through a history); the run's own by default. Call it for firings in order."""
         first = None
+        births = self._births if births is None else births
         for state in self.states():
             if not state.enabled or (records_only and state.breakpoint.needs_live):
                 continue
-            reason = state.breakpoint.check(event, live)
+            born = None
+            if state.breakpoint.born_only:
+                born = births.setdefault(state.breakpoint, Births(state.breakpoint.tensor_reason)).observe(event)
+            reason = state.breakpoint.check(event, live, born)
             if reason is None:
                 continue
             if count:
                 with self._lock:
                     current = self._states.get(state.breakpoint)
                     counted = self._counted.setdefault(state.breakpoint, set())
-                    if current is not None and event.index not in counted:
-                        counted.add(event.index)
+                    if current is not None and event.key not in counted:
+                        counted.add(event.key)
                         self._states[state.breakpoint] = replace(current, hits=current.hits + 1)
-            stop = Stop(event.index, state.breakpoint, reason)
+            stop = Stop(event.index, state.breakpoint, reason, event.sub)
             if live is not None and state.breakpoint.needs_live:
-                self.live_hits.setdefault(event.index, stop)
+                self.live_hits.setdefault(event.key, stop)
             if first is None:
                 first = stop
         return first
 
 
 # -- typed in (the app's Breakpoints screen) ------------------------------------------------
-SPEC_HELP = ("nan | nonfinite [nan-only] | norm > BOUND | absmax > BOUND | module GLOB | if EXPRESSION; "
+SPEC_HELP = ("nan | nonfinite [nan-only] [born] | norm > BOUND | absmax > BOUND | module GLOB | if EXPRESSION; "
              "then optionally: in GLOB, forward|backward, tensor GLOB (not after if)")
 
 
@@ -335,10 +372,13 @@ def parse_breakpoint(spec: str) -> Breakpoint:
             raise ValueError(f"did not understand {word!r}: {SPEC_HELP}")
     kind = head[0]
     if kind in ("nan", "nonfinite", "inf"):
-        nan_only = head[1:] == ["nan-only"] or kind == "nan" and head[1:] == ["only"]
-        if head[1:] and not nan_only:
+        extra = head[1:]
+        born = "born" in extra
+        extra = [word for word in extra if word != "born"]
+        nan_only = extra == ["nan-only"] or kind == "nan" and extra == ["only"]
+        if extra and not nan_only or head[1:].count("born") > 1:
             raise ValueError(f"did not understand {' '.join(head)!r}: {SPEC_HELP}")
-        return Breakpoint.nonfinite(tensor=tensor, inf=not nan_only, **where)
+        return Breakpoint.nonfinite(tensor=tensor, inf=not nan_only, born_only=born, **where)
     if kind in STATS:
         if len(head) != 3 or head[1] != ">":
             raise ValueError(f"write a bound as `{kind} > NUMBER`: {SPEC_HELP}")

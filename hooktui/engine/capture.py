@@ -233,7 +233,6 @@ class Tracer:
         self._counts: dict[str, int] = defaultdict(int)
         # Of those, the calls made inside a backward: activation checkpointing's recomputes
         # (a module run again to rebuild what it saved, not a new use of it).
-        self._recomputed: dict[str, int] = defaultdict(int)
         # The exception a forward call raised, and that call's (module, type, call, source):
         # the innermost one to raise it (`call_that_raised`).
         self._raised: tuple[BaseException, tuple[str, str, int, SourceLocation | None]] | None = None
@@ -242,6 +241,8 @@ class Tracer:
         # Module name -> notes on the TorchScript children it holds (scripted.py).
         self._scripted_notes: dict[str, list[str]] = {}
         self._next_index = 0
+        # Sub-number of the latest stepped firing after plain firing `_next_index - 1` (Event.sub).
+        self._sub = 0
 
     # -- install / remove --------------------------------------------------------
     def install(self) -> None:
@@ -320,9 +321,10 @@ class Tracer:
         return self._node_watch
 
     def next_index(self) -> int:
+        """A number of the plain sequence, for a firing made outside fire_event."""
         with self._firing:
             index = self._next_index
-            self._next_index += 1
+            self._next_index, self._sub = index + 1, 0
             return index
 
     # -- forward -----------------------------------------------------------------
@@ -340,8 +342,6 @@ class Tracer:
             thread=thread,
         )
         self._counts[name] += 1
-        if self._backwards:
-            self._recomputed[name] += 1
         self._stacks[(thread, id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
@@ -764,12 +764,18 @@ class Tracer:
     def last_forward_index(self, module_name: str) -> int | None:
         return self._last_forward.get(module_name)
 
+    def reached_calls(self, module_name: str) -> list[tuple[int, int | None]] | None:
+        """(call, index of its forward firing) of each call of `module_name` whose outputs the
+        running backward reaches (what a parameter's gradient sums), in call order; None
+        outside a backward."""
+        if not self._backwards:
+            return None
+        seen = self._backwards[-1].seen
+        return [(call.index, call.forward_index) for call in self._calls
+                if call.name == module_name and any(id(node) in seen for _, node, _ in call.output_edges)]
+
     def call_count(self, module_name: str) -> int:
         return self._counts.get(module_name, 0)
-
-    def forward_calls(self, module_name: str) -> int:
-        """The module's calls in this step, less the recomputes of activation checkpointing."""
-        return self._counts.get(module_name, 0) - self._recomputed.get(module_name, 0)
 
     def module_named(self, module_name: str) -> nn.Module:
         return self._modules[module_name]
@@ -829,9 +835,11 @@ class Tracer:
         return stats.missing(name, reason, **extra)
 
     def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None,
-                  scope: dict | None = None) -> int:
-        """Emit one firing of `call`; returns its index."""
+                  scope: dict | None = None, stepped: bool = False) -> int:
+        """Emit one firing of `call`; returns its index. `stepped`: a firing that exists
+        only because the user stepped into the call's nodes (node_steps.py)."""
         return self.fire_event(
+            stepped=stepped,
             hook=hook,
             module=call.module,
             call=call.index,
@@ -845,17 +853,23 @@ class Tracer:
             scope=scope,
         )
 
-    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, **fields) -> int:
+    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, stepped: bool = False,
+                   **fields) -> int:
         with self._firing:  # one firing at a time, indices in order, whichever thread fires
-            index = self._next_index
-            self._next_index = index + 1
-            event = self.make_event(index=index, module=module, **fields)
+            if stepped:  # numbered after the last plain firing (N.1, N.2, ...): the plain sequence stays as without `s`
+                index, sub = max(self._next_index - 1, 0), self._sub + 1
+                self._sub = sub
+            else:
+                index, sub = self._next_index, 0
+                self._next_index, self._sub = index + 1, 0
+            event = self.make_event(index=index, module=module, sub=sub, **fields)
             self.contain.emit(self.emit, event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
                                         scope=scope))
             return event.index
 
     def make_event(self, *, index: int, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], node,
-                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None) -> Event:
+                   source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
+                   sub: int = 0) -> Event:
         name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
         failed = self.contain.take_pending()  # hooktui failures before the first firing
         if failed:
@@ -873,6 +887,7 @@ class Tracer:
             node=None if node is None else nodes.describe_node(node),
             forward_index=forward_index,
             notes=notes or NO_NOTES,
+            sub=sub,
         )
 
 

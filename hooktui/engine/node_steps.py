@@ -5,6 +5,10 @@ Asked for while paused in the call's backward_pre firing (the worker is inside t
 pre-hook of the call's output node): every node created during the call (its sequence
 number lies between the call's pre- and post-hook) gets a pre- and post-hook. The output
 node's own pre-hook is the backward_pre firing itself, so it only gets the post-hook.
+
+These firings exist only because the user asked for them, so they take sub-numbers
+(Event.sub: 39.1, 39.2 after plain firing #39), never a number of the plain sequence: every
+other firing keeps the number it has in `hooktui trace` and in a run nobody stepped into.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ class NodeSteps:
             name = f"{prefix}[{k}]"
             tensors.append(tracer.describe(name, grad, target=target) if grad is not None else tracer.missing(name, "None", target=target))
             live[name] = grad
-        tracer.fire_call(call, hook, tensors, live, node=node)
+        tracer.fire_call(call, hook, tensors, live, node=node, stepped=True)
 
 
 def call_nodes(call) -> list:

@@ -3,6 +3,10 @@
 A module's full backward hook does not carry its parameters' gradients, and can run before
 its own weight's `.grad` is set; a post-accumulate-grad hook on each parameter shows where
 they really arrive.
+
+A module called several times gets one such firing per backward, the sum over every call
+whose output that backward reaches: it is filed under the last of them (its forward_index
+is that call's forward firing), and a note names them all.
 """
 
 from __future__ import annotations
@@ -84,12 +88,15 @@ class ParamGradHooks:
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
-        # A recompute under activation checkpointing is no second use of the parameter.
-        calls = tracer.forward_calls(owner)
         module = tracer.module_named(owner)
+        reached = tracer.reached_calls(owner)
+        if not reached:  # outside a backward (a hook run by hand), or no call reached: the latest call
+            reached = [(max(tracer.call_count(owner) - 1, 0), tracer.last_forward_index(owner))]
+        (last, forward_index), reached = reached[-1], [call for call, _ in reached]
         notes = []
-        if calls > 1:
-            notes.append(f"accumulated over the {calls} calls of this module in this forward")
+        if len(reached) > 1:
+            notes.append(f"accumulated over calls {_calls_text(reached)} of this module (every call whose output this "
+                         f"backward reaches): the gradient is their sum; the firing is filed under call {reached[-1]}, the last")
         tensors = [tracer.describe(name, param.grad, target=qualified)] if param.grad is not None else []
         live = {name: param.grad}
         # Under DDP and FSDP: which gradient this is (grad_kinds.py).
@@ -108,14 +115,21 @@ class ParamGradHooks:
         tracer.fire_event(
             hook="param_grad",
             module=module,
-            call=max(calls - 1, 0),
+            call=last,
             tensors=tensors,
             live=live,
             node=cached[1],
             source=_definition(module),
-            forward_index=tracer.last_forward_index(owner),
+            forward_index=forward_index,
             notes=notes,
         )
+
+
+def _calls_text(calls: list[int]) -> str:
+    """"0..3" for a run of calls, "0, 2" otherwise."""
+    if calls == list(range(calls[0], calls[-1] + 1)):
+        return f"{calls[0]}..{calls[-1]}"
+    return ", ".join(map(str, calls))
 
 
 def _definition(module: nn.Module) -> SourceLocation | None:

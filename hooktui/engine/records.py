@@ -7,6 +7,8 @@ tested with no model attached. Every record round-trips through JSON.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -240,11 +242,28 @@ class Event:
     error: ErrorRecord | None = None
     # `user_hook` firings: which of the model's own hooks ran and what it did (user_hooks.py).
     user_hook: UserHookCall | None = None
+    # Firings that exist only because the user stepped into a call's autograd nodes (`s`:
+    # node_pre / node, engine/node_steps.py) take no number of the plain sequence: the k-th
+    # of them after plain firing N is N.k (`index` N, `sub` k). Every other firing has sub 0,
+    # so a firing's number is the same whether or not anyone stepped (README, "numbers").
+    sub: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = plain(self)
         data["notes"] = list(self.notes)  # a plain list, also for NO_NOTES
+        if not self.sub:
+            del data["sub"]  # a plain firing's line is what it was before sub-numbers existed
         return data
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """What tells this firing from every other of its run, in firing order."""
+        return (self.index, self.sub)
+
+    @property
+    def number(self) -> str:
+        """The firing's number as every view prints it after `#`: "39", or "39.1"."""
+        return firing_number(self.index, self.sub)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
@@ -257,6 +276,32 @@ class Event:
             if not tensor.is_missing:
                 return tensor
         return None
+
+
+def firing_number(index: int, sub: int = 0) -> str:
+    return f"{index}.{sub}" if sub else str(index)
+
+
+def parse_firing_number(text: str) -> tuple[int, int] | None:
+    """(index, sub) from "39", "#39" or "39.1"; None if it is not a firing number."""
+    head, dot, tail = text.strip().lstrip("#").partition(".")
+    if not head.isdigit() or dot and not tail.isdigit():
+        return None
+    return int(head), int(tail) if dot else 0
+
+
+def position_of(events: Sequence[Event], index: int, sub: int = 0) -> int | None:
+    """Where the firing numbered index.sub is in `events` (a run's firings, in firing
+    order, so in the order of their numbers), or None. Positions and numbers differ
+    once a firing has a sub-number or a firing was left out of a trace."""
+    position = bisect_left(events, (index, sub), key=_key)
+    if position < len(events) and events[position].key == (index, sub):
+        return position
+    return None
+
+
+def _key(event: Event) -> tuple[int, int]:
+    return (event.index, event.sub)
 
 
 @dataclass

@@ -317,6 +317,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "notes": list_of(text(TEXT_MAX), NOTES_MAX),
         "error": optional(record(ErrorRecord)),
         "user_hook": optional(record(UserHookCall)),
+        "sub": COUNT,
     },
     UserHookCall: {
         "hook": record(UserHookInfo),

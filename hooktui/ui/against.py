@@ -18,7 +18,7 @@ class Against:
     def __init__(self, label: str, comparison: Comparison) -> None:
         self.label = label
         self.comparison = comparison
-        self._by_index = {comparison.a[f.a].index: f for f in comparison.firings if f.a is not None}
+        self._by_index = {comparison.a[f.a].key: f for f in comparison.firings if f.a is not None}
         # Marks by A's position: every firing that differs, and the first divergence.
         self.marks: dict[int, str] = {f.a: DIFFERS for f in comparison.firings if f.a is not None and f.differs}
         self.first: int | None = None  # A's position of the first divergence
@@ -35,14 +35,14 @@ class Against:
         result = self.comparison
         if result.agree:
             return f"against {self.label}: the runs agree ({result.aligned} firings aligned)"
-        first = result.a[self.first].index if self.first is not None and self.first >= 0 else None
+        first = result.a[self.first].number if self.first is not None and self.first >= 0 else None
         where = f", first at #{first} (marked {FIRST})" if first is not None else ""
         return f"against {self.label}: {result.differing} of {len(result.firings)} firings differ{where}"
 
     def tensors(self, event: Event) -> dict[str, tuple[TensorRecord | None, TensorDiff]] | None:
         """Tensor name -> (B's tensor, how it compares), for A's firing `event`; None when
         B has no such firing."""
-        firing = self._by_index.get(event.index)
+        firing = self._by_index.get(event.key)
         if firing is None or firing.b is None:
             return None
         twin = visible_event(self.comparison.b[firing.b])

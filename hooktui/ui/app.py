@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input
 
 from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
 from ..engine.console import evaluate
-from ..engine.records import Event, TraceInfo
+from ..engine.records import Event, TraceInfo, position_of
 from ..engine.trace_file import TraceFileError, write_trace
 from .against import Against
 from .history import History
@@ -136,9 +136,9 @@ class HooktuiApp(NavigationActions, App):
         self._tree_marked: tuple | None = None  # (phase, cursor, module, breakpoints) the tree's marks show
         # Why a run stopped at a firing (a breakpoint matched), by firing index: said in
         # the status line and the Explain pane.
-        self.stops: dict[int, Stop] = {}
-        # Firings where B's break (when backward starts) stopped a run or a walk: said in the status line.
-        self.backward_stops: set[int] = set()
+        self.stops: dict[tuple[int, int], Stop] = {}  # by Event.key
+        # Firings where B's break (when backward starts) stopped a run or a walk (Event.key): said in the status line.
+        self.backward_stops: set[tuple[int, int]] = set()
         self.console_history: list[str] = []
         self.console_names: dict = {}  # what console statements bound (x = ...), for the app's lifetime
         self.console_results: list = []
@@ -182,8 +182,9 @@ class HooktuiApp(NavigationActions, App):
             stopped = self.info.stopped_at
             first = self.against.first if self.against is not None else None
             if first is None:
-                first = next((i for i, e in enumerate(known) if e.index == stopped), 0)
-                self._recorded_stop(known[first] if stopped is not None and known[first].index == stopped else None)
+                found = None if stopped is None else position_of(known, stopped)
+                first = found or 0
+                self._recorded_stop(known[found] if found is not None else None)
             self.history.move(first)
             self.history.follow = False
             if self.against is not None:
@@ -264,9 +265,9 @@ class HooktuiApp(NavigationActions, App):
         if message.state == "paused" and stop is None and not stepped and self.source.break_on_backward:
             latest = self.history.events[-1] if self.history.events else None
             if latest is not None and latest.phase == "backward":
-                self.backward_stops.add(latest.index)
-        if stop is not None and stop.index not in self.stops:
-            self.stops[stop.index] = stop
+                self.backward_stops.add(latest.key)
+        if stop is not None and stop.key not in self.stops:
+            self.stops[stop.key] = stop
             if stop.breakpoint.kind in ("nonfinite", "threshold") and not stepped:
                 self.call_after_refresh(self.action_pane, "explain")  # where it was born
         if message.state == "paused" and self._queued_steps and self.history.at_latest:
@@ -287,7 +288,7 @@ class HooktuiApp(NavigationActions, App):
         bp = Breakpoint.nonfinite()
         reason = bp.check(event)
         if reason is not None:
-            self.stops[event.index] = Stop(event.index, bp, reason)
+            self.stops[event.key] = Stop(event.index, bp, reason, event.sub)
             # The lower panes may be composed again for the terminal's size first: the tab to
             # open is set for that composition, and revealed in this one if it stays.
             self.lower.active = self.lower.side_active = "explain"
@@ -423,9 +424,9 @@ class HooktuiApp(NavigationActions, App):
             wall_time=self.source.wall_time if self.show_timings else None,
             breakpoints=tuple(sorted(self._breakpoint_modules())),
             value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
-            stop=self.stops.get(history.current.index) if history.current is not None else None,
+            stop=self.stops.get(history.current.key) if history.current is not None else None,
             break_on_backward=self.source.break_on_backward,
-            at_backward_stop=history.current is not None and history.current.index in self.backward_stops,
+            at_backward_stop=history.current is not None and history.current.key in self.backward_stops,
         )
 
     def _breakpoint_modules(self) -> set[str]:
@@ -506,11 +507,11 @@ class HooktuiApp(NavigationActions, App):
             return
         live = self.source.live_firing(event)
         if live is not None:
-            where = f"at #{event.index} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
+            where = f"at #{event.number} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
         elif self.source.live:
-            where = f"at #{event.index}, a past firing: only its records (event, tensors): its live tensors are gone"
+            where = f"at #{event.number}, a past firing: only its records (event, tensors): its live tensors are gone"
         else:
-            where = f"at #{event.index} of a recorded trace: only its records (event, tensors)"
+            where = f"at #{event.number} of a recorded trace: only its records (event, tensors)"
         self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names), self.console_history, self.console_results))
 
     def action_save(self) -> None:
@@ -532,7 +533,7 @@ class HooktuiApp(NavigationActions, App):
         if isinstance(self.screen, GotoScreen):
             return
         events = self.history.events
-        self.push_screen(GotoScreen(events[-1].index if events else None),
+        self.push_screen(GotoScreen(events[-1].number if events else None),
                          lambda index: None if index is None else self.go_to_index(index))
 
     def action_break_backward(self) -> None:

@@ -28,6 +28,8 @@ class History:
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
         self.hidden: set[str] = set()  # hook kinds that moving skips
+        # Cells the longest sub-number takes (".1": 2), 0 while no firing has one (Event.sub).
+        self.sub_width = 0
 
     def __len__(self) -> int:
         return len(self.events)
@@ -75,6 +77,8 @@ class History:
                 positions, modules = self._firsts.setdefault(event.phase, ([], []))
                 positions.append(position)
                 modules.append(event.module)
+            if event.sub:
+                self.sub_width = max(self.sub_width, len(str(event.sub)) + 1)
             if event.hook == "error":
                 self.error, self.error_position = event, len(self.events) - 1
             else:
@@ -114,16 +118,18 @@ class History:
         hits = breakpoints.live_hits
         enabled = breakpoints.enabled if hits else frozenset()
         previous = self.events[self.cursor].phase if self.cursor >= 0 else None
+        births = breakpoints.replayed_births(self.events[: self.cursor + 1])  # `born_only` ones: from the start
         for position in range(self.cursor + 1, len(self.events)):
             event = self.events[position]
             if event.hook in self.hidden:
+                breakpoints.check(event, live=None, count=False, records_only=True, births=births)  # followed, never a stop
                 continue
             if break_on_backward and event.phase == "backward" and previous != "backward":
                 return position, None
             # count: a live session's hit counts include stops made walking its history (once each)
-            stop = breakpoints.check(event, live=None, count=count, records_only=True)
+            stop = breakpoints.check(event, live=None, count=count, records_only=True, births=births)
             if stop is None and hits:
-                stop = hits.get(event.index)
+                stop = hits.get(event.key)
                 stop = stop if stop is not None and stop.breakpoint in enabled else None
             if stop is not None:
                 return position, stop

@@ -8,7 +8,7 @@ subclasses, not from a mixin.
 
 from __future__ import annotations
 
-from ..engine.records import Event
+from ..engine.records import Event, firing_number, position_of
 
 
 class NavigationActions:
@@ -76,9 +76,9 @@ class NavigationActions:
             if found is not None:
                 position, stop = found
                 if stop is not None:
-                    self.stops[stop.index] = stop
+                    self.stops[stop.key] = stop
                 else:  # B's break: the first backward firing
-                    self.backward_stops.add(history.events[position].index)
+                    self.backward_stops.add(history.events[position].key)
                 self.goto(position, follow=False)
                 return
             self.goto(history.latest, follow=True)
@@ -163,24 +163,31 @@ class NavigationActions:
             why = "a forward firing has no other side to jump to" if event.phase == "forward" else "this firing has no forward firing"
             self.notify(f"j jumps from a backward firing to its forward firing and back: {why}", title="jump", markup=False)
             return
-        self._jumped_from = (history.cursor, event.forward_index)
-        self.goto(event.forward_index, follow=False)
+        forward = position_of(history.events, event.forward_index)
+        if forward is None:
+            self.notify(f"j: forward firing #{event.forward_index} is not in this run", title="jump", markup=False)
+            return
+        self._jumped_from = (history.cursor, forward)
+        self.goto(forward, follow=False)
 
-    def go_to_index(self, index: int) -> None:
-        """Move to the firing numbered `index`, or say why not."""
+    def go_to_index(self, number: tuple[int, int] | int) -> None:
+        """Move to the firing numbered `number` ((index, sub), or a plain index), or say why not."""
+        index, sub = (number, 0) if isinstance(number, int) else number
         history = self.history
-        position = next((p for p, event in enumerate(history.events) if event.index == index), None)
+        name = firing_number(index, sub)
+        position = position_of(history.events, index, sub)
         if position is None:
-            latest = history.events[-1].index if history.events else None
-            if latest is not None and index < latest:
-                why = f"#{index} is not in this run (a legacy firing left out of the trace)"
+            latest = history.events[-1].key if history.events else None
+            if latest is not None and (index, sub) < latest:
+                why = (f"#{name} is not in this run (a legacy firing left out of the trace)" if not sub
+                       else f"#{name} is not in this run (N.k numbers the firings stepped into with s after #N)")
             else:
-                why = f"#{index} has not fired yet" + ("" if latest is None else f" (latest #{latest})")
+                why = f"#{name} has not fired yet" + ("" if latest is None else f" (latest #{firing_number(*latest)})")
                 why += ": c or n runs on" if self.source.can_advance else ""
             self.notify(why, title="go to", markup=False)
             return
         if not history.visible(position):
-            self.notify(f"#{index} is a legacy firing, hidden: L shows them", title="go to", markup=False)
+            self.notify(f"#{name} is a legacy firing, hidden: L shows them", title="go to", markup=False)
             return
         self.goto(position, follow=position >= history.latest)
 

@@ -154,3 +154,47 @@ def test_born_names_firing_numbers_where_a_saved_trace_skips_some():
     # upto is a firing number too: stopping at the origin finds it, one before it does not.
     assert where_born(saved, upto=gapped.origin).origin == gapped.origin
     assert where_born(saved, upto=gapped.origin - 1) is None
+
+
+class Scoped(nn.Module):
+    """`features` receives what the root received, or (`scale`) what the root's own code made of it."""
+
+    def __init__(self, scale=None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.features = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.scale = scale
+
+    def forward(self, x):
+        if self.scale is not None:
+            x = x * self.scale
+        return self.features(x)
+
+
+def _features_input_is_the_model_input(model, x) -> bool:
+    """Plain forward pre-hooks: is what `features` receives the very tensor the model received?"""
+    seen = {}
+    handles = [model.register_forward_pre_hook(lambda m, args: seen.__setitem__("root", args[0])),
+               model.features.register_forward_pre_hook(lambda m, args: seen.__setitem__("features", args[0]))]
+    model(x)
+    for handle in handles:
+        handle.remove()
+    return seen["features"] is seen["root"]
+
+
+def test_a_scoped_threshold_crossed_by_the_model_input_blames_the_input_not_the_scope():
+    x = torch.full((2, 4), 10.0)  # norm 28.3 > 5 already in the data
+    bp = Breakpoint.threshold(5.0, stat="norm", module="features*")
+    model = Scoped()
+    assert _features_input_is_the_model_input(model, x)
+    events = hunt(model, x, bp=bp)
+    born = where_born(events, bp)
+    assert (born.module, born.phase) == ("features", "forward")
+    assert "unchanged from args[0] of (root)" in born.text and "the model's input" in born.text
+    assert "made in the forward" not in born.text
+    # Made by the root's own code (x * 3) before features: that is where it says it was made.
+    model = Scoped(scale=3.0)
+    assert not _features_input_is_the_model_input(model, torch.full((2, 4), 1.0))
+    events = hunt(model, torch.full((2, 4), 1.0), bp=bp)  # norm 2.8 in the data, 8.5 once scaled
+    born = where_born(events, bp)
+    assert "made" in born.text and "in the forward of (root)" in born.text and "unchanged" not in born.text

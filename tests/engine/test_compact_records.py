@@ -125,6 +125,8 @@ def _asdict_json(event) -> tuple[dict, str]:
 
     data = dataclasses.asdict(event)
     data["notes"] = list(event.notes)
+    if not data["sub"]:
+        del data["sub"]  # written only for a stepped-into node firing (#N.k): plain lines stay as they were
     return _finite(data), json.dumps(_finite(data), separators=(",", ":"))
 
 

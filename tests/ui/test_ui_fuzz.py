@@ -47,7 +47,7 @@ EXAMPLES: dict[type, dict] = {
                 "stopped_at": 1},
     Event: {"index": 0, "phase": "forward", "hook": "forward", "module": "fc", "module_type": "Linear", "call": 0,
             "grad_fn": "AddmmBackward0", "tensors": [], "source": None, "node": None, "forward_index": 0, "notes": ["a note"],
-            "error": None, "user_hook": None},
+            "error": None, "user_hook": None, "sub": 0},
 }
 # Strings the schema takes from a fixed set: left as they are (anything else is refused).
 CHOICES = {"phase", "hook", "of", "returned", "kind"}

@@ -48,7 +48,7 @@ def test_bang_then_continue_stops_at_the_first_nan_with_where_it_was_born():
             event = app.current
             assert event.hook == "node" and event.grad_fn == "SqrtBackward0"
             assert event.module == first_nan_grad(SAMPLES / "nan_hunt.py")
-            assert app.stops[event.index].breakpoint == Breakpoint.nonfinite()
+            assert app.stops[event.key].breakpoint == Breakpoint.nonfinite()
             await pilot.pause()
             explain = app.query_one(ExplainPane)
             assert explain.display and explain.is_attached
@@ -196,7 +196,7 @@ def test_bang_in_a_recorded_trace_walks_to_the_first_nan():
             assert app.history.cursor == first
             # By construction: log(relu(-1)) = log(0) = -Inf is the output of module "2".
             assert (app.current.module, app.current.hook) == ("2", "forward")
-            assert app.stops[first].reason == "1 -Inf in output"
+            assert app.stops[(first, 0)].reason == "1 -Inf in output"
             await pilot.press("exclamation_mark", "g", "c")  # off again: c goes to the end
             assert app.history.cursor == len(events) - 1
 
@@ -227,10 +227,10 @@ def test_condition_and_threshold_added_in_the_app_stop_the_run():
             event = app.current
             # The first Linear backward_pre: backward starts at fc2 (the last layer).
             assert (event.module, event.hook) == ("fc2", "backward_pre")
-            assert "is true" in app.stops[event.index].reason
+            assert "is true" in app.stops[event.key].reason
             await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
-            assert (app.current.hook, app.stops[app.current.index].breakpoint.kind) == ("backward_pre", "threshold")
+            assert (app.current.hook, app.stops[app.current.key].breakpoint.kind) == ("backward_pre", "threshold")
 
     run(script())
 
@@ -306,7 +306,7 @@ def test_at_a_nan_stop_the_values_pane_shows_the_bad_tensor_at_its_first_nan():
             await pilot.press("exclamation_mark", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the stop")
             await pilot.pause()
-            stop = app.stops[app.current.index]
+            stop = app.stops[app.current.key]
             shown = app.lower.tensor
             assert stop.reason.endswith(f" in {shown.name}") and app.current.tensors[0].name != shown.name
             grid = app.lower.values_pane.query_one("ValuesGrid")

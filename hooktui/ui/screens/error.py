@@ -59,7 +59,7 @@ class ErrorScreen(ModalScreen[None]):
         for advice in event.notes[1:]:  # after the error itself: what to do (engine/device_errors.py)
             text.append(f"\n{advice}", "bold yellow")
         if self.last is not None:
-            text.append(f"\nlast firing before it: #{self.last.index} {self.last.hook} of {module_label(self.last.module)}", "dim")
+            text.append(f"\nlast firing before it: #{self.last.number} {self.last.hook} of {module_label(self.last.module)}", "dim")
         return text
 
     def _traceback(self) -> Text:

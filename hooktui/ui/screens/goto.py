@@ -1,7 +1,9 @@
 """Go to firing #N (`#`): the number Explain, `trace`, `diff` and the guard all cite.
 
-A small modal with one integer input; the app does the moving (NavigationActions.go_to_index)
-and says why when it cannot (not fired yet, a hidden legacy firing)."""
+A small modal with one input, a number as every view prints it ("39", or "39.1" for a firing
+stepped into with `s`: engine/records.py, Event.sub); the app does the moving
+(NavigationActions.go_to_index) and says why when it cannot (not fired yet, a hidden legacy
+firing)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from ...engine.records import parse_firing_number
 
-class GotoScreen(ModalScreen[int | None]):
+
+class GotoScreen(ModalScreen[tuple[int, int] | None]):
     DEFAULT_CSS = """
     GotoScreen { align: center middle; }
     GotoScreen > Vertical {
@@ -25,7 +29,7 @@ class GotoScreen(ModalScreen[int | None]):
 
     BINDINGS = [Binding("escape", "dismiss", "Close", id="hooktui.goto.close")]
 
-    def __init__(self, latest: int | None) -> None:
+    def __init__(self, latest: str | None) -> None:
         super().__init__()
         self._latest = latest
 
@@ -35,14 +39,13 @@ class GotoScreen(ModalScreen[int | None]):
             box.border_subtitle = "enter goes · escape closes"
             known = "no firing yet" if self._latest is None else f"fired so far: #0 to #{self._latest}"
             yield Static(known, id="goto-range", markup=False)
-            yield Input(placeholder="N", type="integer", id="goto-input")
+            yield Input(placeholder="N or N.k", restrict=r"#?[0-9]*\.?[0-9]*", id="goto-input")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
-        text = message.value.strip().lstrip("#")
-        self.dismiss(int(text) if text.isdigit() else None)
+        self.dismiss(parse_firing_number(message.value))
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -107,9 +107,9 @@ def stop_text(stop: Stop, events: Sequence[Event]) -> Text:
     text.append(stop.breakpoint.label, "bold")
     text.append(f": {stop.reason}")
     if stop.breakpoint.kind in ("nonfinite", "threshold"):
-        born = where_born(events, stop.breakpoint, upto=stop.index)
+        born = where_born(events, stop.breakpoint, upto=stop.key)
         if born is not None:
-            text.append("\nwhere it was born" + (f" (#{born.origin})" if born.origin != stop.index else "") + ":", "bold")
+            text.append("\nwhere it was born" + (f" (#{born.origin_number})" if born.origin_key != stop.key else "") + ":", "bold")
             for line in born.lines:
                 text.append(f"\n  {line}")
     return text

@@ -57,14 +57,14 @@ class LowerPanes(Widget):
         self.info = info
         self.lines_for = lines_for  # source lines by file name (the app's Source decides what may be read)
         self.hidden: set[str] = set()  # hook kinds not shown (legacy_backward when off)
-        self.stops: dict[int, Stop] = {}  # why a run stopped, by firing index (the app's)
+        self.stops: dict[tuple[int, int], Stop] = {}  # why a run stopped, by Event.key (the app's)
         self.against = None  # `view --against`: the other run's tensors by firing (TensorsPane)
         self.event: Event | None = None
         self.tensor_position = 0
         self.slice_no = 0
         self.active = "tensors"  # the tab shown when narrow
         self.side_active = "explain"  # the tab beside the values when wide
-        self._pointed: int | None = None  # the firing whose stop the panes last pointed at
+        self._pointed: tuple[int, int] | None = None  # the firing (Event.key) whose stop the panes last pointed at
         self._screen_size: Size | None = None  # the terminal's, as last fitted to
 
     class LayoutChanged(Message):
@@ -117,7 +117,7 @@ class LowerPanes(Widget):
             "values": ValuesPane(self.tensor, self.slice_no, id="values"),
             # The stop too: a layout switch composes the panes again, and must keep saying why.
             "explain": ExplainPane(self.event, self.events, self.info, self.hidden,
-                                   self.stops.get(self.event.index) if self.event is not None else None, id="explain"),
+                                   self.stops.get(self.event.key) if self.event is not None else None, id="explain"),
             "autograd": AutogradPane(self.event, id="autograd"),
             "source": SourceView(self.event, self.lines_for, call_site(self.event, self.events), id="source"),
         }
@@ -147,9 +147,9 @@ class LowerPanes(Widget):
         self.event = event
         names = [t.name for t in event.tensors] if event is not None else []
         # Once per stop (a later redraw keeps the user's choice of tensor); not while streaming.
-        bad = None if streaming or event is None or event.index == self._pointed else self._stopped_on(event)
+        bad = None if streaming or event is None or event.key == self._pointed else self._stopped_on(event)
         if bad is not None:
-            self._pointed = event.index  # a value stop: the tensor it names, at its first non-finite value
+            self._pointed = event.key  # a value stop: the tensor it names, at its first non-finite value
             self.tensor_position = bad
             self.slice_no = 0
         elif previous is not None and previous.name in names:
@@ -174,7 +174,7 @@ class LowerPanes(Widget):
 
     def _stopped_on(self, event: Event | None) -> int | None:
         """Position of the first tensor a value breakpoint stopped on at `event`, if it did."""
-        stop = self.stops.get(event.index) if event is not None else None
+        stop = self.stops.get(event.key) if event is not None else None
         if stop is None or stop.breakpoint.kind not in ("nonfinite", "threshold"):
             return None
         return next((p for p, t in enumerate(event.tensors) if stop.breakpoint.tensor_reason(t, event.phase)), None)
@@ -183,7 +183,7 @@ class LowerPanes(Widget):
         """Explain the current firing again (new firings change what can be said)."""
         if not self.is_mounted:
             return
-        stop = self.stops.get(self.event.index) if self.event is not None else None
+        stop = self.stops.get(self.event.key) if self.event is not None else None
         self._panes["explain"].show(self.event, self.events, self.info, self.hidden, stop)
 
     @property

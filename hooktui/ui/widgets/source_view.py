@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widget import Widget
 
-from ...engine.records import Event, SourceLocation
+from ...engine.records import Event, SourceLocation, position_of
 from ...visible import visible
 from ..paths import display_path
 
@@ -26,10 +26,10 @@ def call_site(event: Event | None, events: Sequence[Event]) -> SourceLocation | 
     torch (AccumulateGrad): show the call of its module's forward firing instead."""
     if event is None:
         return None
-    if event.hook == "param_grad" and event.forward_index is not None and 0 <= event.forward_index < len(events):
-        forward = events[event.forward_index]
-        if forward.index == event.forward_index and forward.source is not None:
-            return forward.source
+    if event.hook == "param_grad" and event.forward_index is not None:
+        position = position_of(events, event.forward_index)
+        if position is not None and events[position].source is not None:
+            return events[position].source
     return event.source
 
 

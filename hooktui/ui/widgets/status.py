@@ -49,7 +49,7 @@ def status_parts(s: StatusInfo) -> list[Text]:
     parts = [Text(f" {s.state} ", STATE_STYLE.get(s.state, "bold"))]
     event = s.event
     if event is not None:
-        parts.append(Text(f"#{event.index}", "bold"))
+        parts.append(Text(f"#{event.number}", "bold"))
         parts.append(Text(module_label(event.module), "bold"))
         parts.append(Text(f"call {event.call}"))
         parts.append(Text(event.hook, "italic"))

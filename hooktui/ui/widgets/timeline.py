@@ -282,7 +282,7 @@ class Timeline(ScrollView, can_focus=True):
 
     def _layout(self, width: int) -> list[tuple[str, int]]:
         """The columns that fit in `width` cells, and their widths."""
-        digits = len(str(max(0, len(self.history) - 1))) + 1
+        digits = len(str(max(0, len(self.history) - 1))) + 1 + self.history.sub_width
         key = (width, digits)
         if key == self._layout_key:
             return self._columns
@@ -394,7 +394,7 @@ class Timeline(ScrollView, can_focus=True):
             )
         elif not selected and event.hook in ("node_pre", "node"):
             hook_style = dim
-        index = f"▶{event.index}" if selected else str(event.index)
+        index = f"▶{event.number}" if selected else event.number
         return self._cells(
             {
                 "index": (index, dim),
