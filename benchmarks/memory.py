@@ -114,16 +114,49 @@ def held_by_records(events: list) -> dict[str, int]:
     return out
 
 
-def breakdown_line(events: list, grown_mb: float, n: int) -> str:
+def pymalloc_mb() -> tuple[float, float] | None:
+    """Python's small-object allocator: (MB of its arenas, MB in blocks in use), from
+    sys._debugmallocstats (CPython only; it writes to the C stderr)."""
+    import os
+    import tempfile
+
+    if not hasattr(sys, "_debugmallocstats"):
+        return None
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    found = {}
+    for line in text.splitlines():
+        if "bytes/arena" in line or line.startswith("# bytes in allocated blocks"):
+            found["arenas" if "bytes/arena" in line else "used"] = int(line.split("=")[1].replace(",", "")) / 2**20
+    return (found["arenas"], found["used"]) if len(found) == 2 else None
+
+
+def heap_state() -> tuple:
+    return heap_free_mb(), pymalloc_mb()
+
+
+def breakdown_line(events: list, grown_mb: float, n: int, before: tuple) -> str:
     held = held_by_records(events)
     total = sum(held.values())
     parts = ", ".join(f"{k} {v / n:.0f}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]) if v / n >= 5)
-    free = heap_free_mb()
-    rest = grown_mb * 2**20 - total
+    (free0, py0), (free, py) = before, heap_state()
+    kb = 2**20 / n / 1024  # KB per firing in a MB
     line = f"  of which the records' own objects {total / n / 1024:.2f} KB/firing ({parts} B)"
-    if free is not None:
-        line += f"; glibc heap free after trim {free:.0f} MB ({free * 2**20 / n / 1024:.2f} KB/firing, whole process)"
-    return line + f"; RSS growth minus records {rest / n / 1024:.2f} KB/firing"
+    if py0 and py:
+        line += (f"; Python's small-object arenas grew {py[0] - py0[0]:.0f} MB ({(py[0] - py0[0]) * kb:.2f} KB/firing), "
+                 f"{(py[0] - py[1]) - (py0[0] - py0[1]):.0f} MB of it free blocks in arenas that stay")
+    if free0 is not None and free is not None:
+        line += f"; glibc heap free after trim {free0:.0f} -> {free:.0f} MB ({(free - free0) * kb:+.2f} KB/firing)"
+    return line + f"; RSS growth minus the records' objects {(grown_mb * 2**20 - total) / n / 1024:.2f} KB/firing"
 
 
 def main() -> None:
@@ -140,6 +173,7 @@ def main() -> None:
     del out
     trim()
     base = rss_mb()
+    heap_before = heap_state()
     start = time.perf_counter()
     trace = record(model, x, legacy=True)
     seconds = time.perf_counter() - start
@@ -161,7 +195,7 @@ def main() -> None:
     print(f"RSS before {base:.0f} MB; at the end of the run {peak:.0f} MB; held after the run {pending:.0f} MB ({(pending - base) * 1024 * 1024 / n / 1024:.2f} KB/firing, "
           f"summaries pending); every firing written as JSON {read:.0f} MB ({(read - base) * 1024 * 1024 / n / 1024:.2f} KB/firing)")
     print(f"full gc.collect() with the trace alive: {collect * 1e3:.0f} ms")
-    print(breakdown_line(trace.events, read - base, n))
+    print(breakdown_line(trace.events, read - base, n, heap_before))
     del trace
     trim()
     # `hooktui trace --json` without --save: each firing written as it comes, then let go.
