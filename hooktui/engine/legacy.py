@@ -54,7 +54,7 @@ class LegacyHooks:
                 f"inputs {_shapes(input_shapes)}; parameter gradients are only there if that op uses a parameter"
             )
         # Interned: the same few verdicts repeat on every call of a module (one string each,
-        # not one per firing: ~0.4 KB a held firing otherwise).
+        # not one per firing: ~0.4 KB per legacy firing held otherwise).
         tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=[sys.intern(verdict)])
 
 
