@@ -6,7 +6,9 @@ Reports the growth of the process's resident memory (RSS) per firing, after free
 pages are handed back (malloc_trim): right after the run (summaries pending: snapshots
 held), and after every record has been written as a JSON line, as `hooktui trace --json`
 and `--save` write them (every summary computed: what `trace` holds once it printed). And
-how long a full garbage collection takes with the trace alive. Then the same run streamed as `hooktui trace --json`
+how long a full garbage collection takes with the trace alive, and where the held bytes
+are: the records' own objects (each counted once, by what holds them), the glibc heap's
+free bytes that malloc_trim could not hand back, and the rest. Then the same run streamed as `hooktui trace --json`
 runs without --save: each firing written, then let go. Run in its own process:
 `make bench` does.
 """
@@ -54,6 +56,109 @@ def trim() -> None:
         pass
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def heap_free_mb() -> float | None:
+    """Free bytes inside glibc's heap (freed, not handed back: fragmentation), or None."""
+    try:
+        info = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    info.restype = _MallInfo2
+    return info().fordblks / 2**20
+
+
+_LEAVES = (str, bytes, int, float, bool, type(None))
+_GROUPS = {"Event": "events", "list": "lists (tensors, notes)", "str": "strings", "int": "ints",
+           "LazyTensorRecord": "tensor records", "TensorRecord": "tensor records", "HostSnapshot": "summaries",
+           "DeviceSnapshot": "summaries", "Ready": "summaries", "LazyNodeRecord": "node records",
+           "NodeRecord": "node records", "_Facts": "node facts"}
+
+
+def held_by_records(events: list) -> dict[str, int]:
+    """Bytes of the objects the records reach (sys.getsizeof, each object once), grouped:
+    packed statistics and value blocks (bytes), snapshot copies (tensor data), the record
+    objects, their lists and strings. Walks only hooktui's objects and builtin containers:
+    never into the model (a node's facts hold its autograd node while the run lasts)."""
+    seen: set[int] = set()
+    out: dict[str, int] = {}
+    stack = list(events)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        kind = type(obj)
+        if isinstance(obj, torch.Tensor):
+            group, size = "snapshot copies (pending)", obj.untyped_storage().nbytes() + sys.getsizeof(obj)
+        elif kind is bytes:
+            group, size = ("value blocks" if len(obj) > 1024 else "packed statistics"), sys.getsizeof(obj)
+        elif kind in _LEAVES or kind in (list, tuple, dict) or kind.__module__.startswith("hooktui"):
+            group, size = _GROUPS.get(kind.__name__, "other " + kind.__name__), sys.getsizeof(obj)
+        else:
+            continue  # not a record's: the model's or torch's own
+        out[group] = out.get(group, 0) + size
+        if kind in _LEAVES:
+            continue
+        if kind.__name__ == "_Facts":
+            stack += [obj.name, obj.seq_nr, obj.children, obj.saved, obj.changes]
+        elif kind.__name__ == "Head":
+            stack += [obj.shape, obj.block_shape]
+        elif hasattr(kind, "__slots__") and not gc.is_tracked(obj):
+            stack += [getattr(obj, n, None) for c in kind.__mro__ for n in getattr(c, "__slots__", ()) if n != "__weakref__"]
+        else:
+            stack += [r for r in gc.get_referents(obj) if not isinstance(r, type)]
+    return out
+
+
+def pymalloc_mb() -> tuple[float, float] | None:
+    """Python's small-object allocator: (MB of its arenas, MB in blocks in use), from
+    sys._debugmallocstats (CPython only; it writes to the C stderr)."""
+    import os
+    import tempfile
+
+    if not hasattr(sys, "_debugmallocstats"):
+        return None
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    found = {}
+    for line in text.splitlines():
+        if "bytes/arena" in line or line.startswith("# bytes in allocated blocks"):
+            found["arenas" if "bytes/arena" in line else "used"] = int(line.split("=")[1].replace(",", "")) / 2**20
+    return (found["arenas"], found["used"]) if len(found) == 2 else None
+
+
+def heap_state() -> tuple:
+    return heap_free_mb(), pymalloc_mb()
+
+
+def breakdown_line(events: list, grown_mb: float, n: int, before: tuple) -> str:
+    held = held_by_records(events)
+    total = sum(held.values())
+    parts = ", ".join(f"{k} {v / n:.0f}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]) if v / n >= 5)
+    (free0, py0), (free, py) = before, heap_state()
+    kb = 2**20 / n / 1024  # KB per firing in a MB
+    line = f"  of which the records' own objects {total / n / 1024:.2f} KB/firing ({parts} B)"
+    if py0 and py:
+        line += (f"; Python's small-object arenas grew {py[0] - py0[0]:.0f} MB ({(py[0] - py0[0]) * kb:.2f} KB/firing), "
+                 f"{(py[0] - py[1]) - (py0[0] - py0[1]):.0f} MB of it free blocks in arenas that stay")
+    if free0 is not None and free is not None:
+        line += f"; glibc heap free after trim {free0:.0f} -> {free:.0f} MB ({(free - free0) * kb:+.2f} KB/firing)"
+    return line + f"; RSS growth minus the records' objects {(grown_mb * 2**20 - total) / n / 1024:.2f} KB/firing"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--firings", type=int, default=100_000)
@@ -68,6 +173,7 @@ def main() -> None:
     del out
     trim()
     base = rss_mb()
+    heap_before = heap_state()
     start = time.perf_counter()
     trace = record(model, x, legacy=True)
     seconds = time.perf_counter() - start
@@ -89,6 +195,7 @@ def main() -> None:
     print(f"RSS before {base:.0f} MB; at the end of the run {peak:.0f} MB; held after the run {pending:.0f} MB ({(pending - base) * 1024 * 1024 / n / 1024:.2f} KB/firing, "
           f"summaries pending); every firing written as JSON {read:.0f} MB ({(read - base) * 1024 * 1024 / n / 1024:.2f} KB/firing)")
     print(f"full gc.collect() with the trace alive: {collect * 1e3:.0f} ms")
+    print(breakdown_line(trace.events, read - base, n, heap_before))
     del trace
     trim()
     # `hooktui trace --json` without --save: each firing written as it comes, then let go.

@@ -8,8 +8,11 @@ use) and name what each of its inputs is.
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
+from .naming import indexed
 from .node_inputs import label_next_functions
 from .nodes import name_of
 
@@ -31,13 +34,13 @@ class LegacyHooks:
         tracer = self.tracer
         tensors, live = [], {}
         for k, grad in enumerate(grad_inputs):
-            name = f"grad_input[{k}]"
+            name = indexed("grad_input", k)
             label = labels[k] if k < len(labels) else "?"
             tensors.append(tracer.describe(name, grad, target=label) if grad is not None else tracer.missing(name, "None from the node", target=label))
             live[name] = grad
         for k, grad in enumerate(grad_outputs):
-            name = f"grad_output[{k}]"
-            target = f"output {k} of {name_of(node)}"
+            name = indexed("grad_output", k)
+            target = sys.intern(f"output {k} of {name_of(node)}")
             tensors.append(tracer.describe(name, grad, target=target) if grad is not None else tracer.missing(name, "None", target=target))
             live[name] = grad
         shapes = [None if g is None else list(g.shape) for g in grad_inputs]
@@ -50,7 +53,9 @@ class LegacyHooks:
                 f"grad_input holds that op's input gradients {_shapes(shapes)}, not the gradients w.r.t. the module's "
                 f"inputs {_shapes(input_shapes)}; parameter gradients are only there if that op uses a parameter"
             )
-        tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=[verdict])
+        # Interned: the same few verdicts repeat on every call of a module (one string each,
+        # not one per firing: ~0.4 KB per legacy firing held otherwise).
+        tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=[sys.intern(verdict)])
 
 
 def _shapes(shapes: list[list[int] | None]) -> str:

@@ -7,6 +7,7 @@ output of an earlier op — is what makes a legacy backward hook's `grad_input` 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .nodes import name_of
@@ -24,7 +25,9 @@ def label_next_functions(node, param_names: dict[int, str], input_edges: dict[tu
     `param_names`: id(parameter) -> qualified name. `input_edges`: (id(node), output_nr)
     of the module's inputs -> their name ("args[0]").
     """
-    return [_label(nxt, nr, param_names, input_edges) for nxt, nr in node.next_functions]
+    # Interned: every firing of every call of a module carries these labels as its gradients'
+    # targets; one string each instead of one per call (held records, benchmarks/memory.py).
+    return [sys.intern(_label(nxt, nr, param_names, input_edges)) for nxt, nr in node.next_functions]
 
 
 def _label(nxt: Any, nr: int, param_names: dict[int, str], input_edges: dict[tuple[int, int], str]) -> str:
