@@ -136,3 +136,27 @@ def test_no_binding_shows_through_beside_the_palette_key_at_60x18():
             assert "q Quit" in footer and footer.endswith("^p palette "), footer
 
     run(script())
+
+
+def test_notes_longer_than_their_rows_end_saying_so():
+    """A guard's note ("hooktui.guard stopped here. Where it was born: ...") was cut
+    mid-sentence by the notes' height, with nothing to tell it was (issue 25.6)."""
+    from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TraceInfo
+
+    info = TraceInfo(model="Synthetic", modules=[ModuleInfo("", "Net")], loss="none")
+    notes = ["the first note, which is short", "w" * 150 + " the end of a long sentence", "a third note"]
+    event = Event(index=0, phase="forward", hook="forward", module="", module_type="Net", call=0,
+                  tensors=[TensorRecord(name="output", shape=[2], dtype="float32", device="cpu")], notes=notes)
+    app = HooktuiApp(recorded=(info, [event]))
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("t")
+            await pilot.pause()
+            rows = screen_rows(app)
+            said = [r for r in rows if "more lines: x shows every note" in r]
+            assert len(said) == 1 and said[0].strip().startswith("…")
+            assert not any("a third note" in r for r in rows)  # it is among the lines left out
+
+    run(script())

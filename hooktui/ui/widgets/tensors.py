@@ -58,6 +58,9 @@ def tensor_name(tensor: TensorRecord) -> str:
     return f"{tensor.name} → {tensor.target}" if tensor.target else tensor.name
 
 
+NOTES_ROWS = 5  # the summary and notes above the table: #notes's max-height
+
+
 def notes_text(event: Event) -> Text:
     text = Text()
     for note in event.notes:
@@ -138,7 +141,7 @@ class TensorsPane(Vertical):
 
     DEFAULT_CSS = """
     TensorsPane { height: 1fr; }
-    TensorsPane > #notes { height: auto; max-height: 5; padding: 0 1; }
+    TensorsPane > #notes { height: auto; max-height: 5; padding: 0 1; }  /* NOTES_ROWS */
     TensorsPane > DataTable { height: 1fr; scrollbar-size: 1 1; }
     """
 
@@ -187,7 +190,7 @@ class TensorsPane(Vertical):
         if notes:
             text.append("\n")
             text.append_text(notes)
-        set_text(head, text)
+        set_text(head, self._within_notes_height(text))
         rows = []
         twins = self.against(event) if self.against is not None else None
         for tensor in event.tensors:
@@ -223,6 +226,19 @@ class TensorsPane(Vertical):
             table.add_row(*cells, key=str(position))
         if event.tensors:
             table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
+
+    def _within_notes_height(self, text: Text) -> Text:
+        """The summary and notes cut to the rows #notes has (NOTES_ROWS), the last row
+        saying so: a long note was clipped mid-sentence, with nothing to tell it was."""
+        width = self.size.width - 2  # the padding
+        if width <= 0:
+            return text
+        lines = text.wrap(self.app.console, width)
+        if len(lines) <= NOTES_ROWS:
+            return text
+        kept = Text("\n").join(lines[: NOTES_ROWS - 1])
+        kept.append(f"\n… {len(lines) - NOTES_ROWS + 1} more lines: x shows every note", "dim")
+        return kept
 
     def rows_wanted(self, width: int) -> int:
         """Rows that show the current firing whole at `width` cells: the summary and notes
