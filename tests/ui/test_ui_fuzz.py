@@ -42,7 +42,7 @@ EXAMPLES: dict[type, dict] = {
     UserHookInfo: {"id": 1, "kind": "full_backward", "owner": "fc", "function": "clip", "filename": "model_fuzz.py", "lineno": 2,
                    "module": "fc", "flags": ["with_kwargs"], "registered_at": "model_fuzz.py:9"},
     UserHookCall: {"hook": None, "returned": "replaced", "changes": ["grad_input[0] replaced"], "error": "ValueError: no"},
-    ModuleInfo: {"name": "fc", "type": "Linear", "params": {"weight": [1, 3], "bias": [1]}},
+    ModuleInfo: {"name": "fc", "type": "Linear", "params": {"weight": [1, 3], "bias": [1]}, "raw_name": "module.fc"},
     TraceInfo: {"model": "model_fuzz.py", "modules": [], "loss": "output.sum()", "device": "cpu", "torch_version": "2.13",
                 "stopped_at": 1},
     Event: {"index": 0, "phase": "forward", "hook": "forward", "module": "fc", "module_type": "Linear", "call": 0,
