@@ -9,7 +9,7 @@ import torch.distributed as dist
 from torch import nn
 
 import hooktui
-from hooktui.engine import stats, user_hooks
+from hooktui.engine import stats
 from hooktui.engine.session import record
 
 tensor_api = pytest.importorskip("torch.distributed.tensor")

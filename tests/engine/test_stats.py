@@ -262,7 +262,6 @@ def test_exact_moments_of_a_tensor_larger_than_a_snapshot(make, defer):
 def test_a_float32_sum_of_squares_that_overflows_is_exact_and_warns_nothing():
     import warnings
 
-    import numpy as np
 
     from hooktui.engine.stats import describe
 

@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 import hooktui
 import hooktui.loop.in_app
-from loop_helpers import assert_same_state, batch, continue_then_quit, hook_dicts, net_and_twin, quit_at_first_pause, use_pilot, wait_for
+from loop_helpers import assert_same_state, batch, hook_dicts, net_and_twin, quit_at_first_pause, use_pilot, wait_for
 
 
 def test_q_raises_quit_and_leaves_no_hook(monkeypatch):

@@ -6,44 +6,15 @@ back into the named parameters, is this rank's own before the reduce-scatter."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from test_distributed import _free_port
+from ranks import run_ranks
 
 pytest.importorskip("torch.distributed.fsdp")
-HERE = Path(__file__).resolve().parent
 
 
 def test_fsdp2_record_guard_and_debug_leave_the_shards_and_equal_a_plain_step(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-                "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
-    processes = [
-        subprocess.Popen(
-            [sys.executable, str(HERE / "fsdp2_worker.py"), str(tmp_path / f"result{rank}.json")],
-            env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for rank in (0, 1)
-    ]
-    outputs = []
-    try:
-        for process in processes:
-            outputs.append(process.communicate(timeout=120))
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    for process, (_, err) in zip(processes, outputs):
-        assert process.returncode == 0, err[-3000:]
-    results = [json.loads((tmp_path / f"result{rank}.json").read_text()) for rank in (0, 1)]
+    results, _ = run_ranks("fsdp2_worker.py", tmp_path)
     for result in results:
         assert result["record_error"] is None and result["failures"] == [], result
         for check in ("record_left_shards", "fc2_output_equal_hook", "param_grad_equal_plain_shard",

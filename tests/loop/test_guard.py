@@ -13,7 +13,6 @@ import math
 import pytest
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 import hooktui
 import hooktui.loop.where

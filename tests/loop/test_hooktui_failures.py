@@ -5,7 +5,6 @@ the step's own exception and a guard's NonFiniteError come out as without the fa
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -126,7 +125,7 @@ def test_a_trace_that_cannot_be_written_leaves_debugs_loss_and_the_steps_excepti
     plain = F.cross_entropy(twin(x), y)
     plain.backward()
     assert torch.equal(loss, plain.detach())
-    assert f"could not save the trace to" in capsys.readouterr().err
+    assert "could not save the trace to" in capsys.readouterr().err
 
     def step():
         net(x)

@@ -5,7 +5,6 @@ without hooktui (sample_models/train_loop.py, AdamW and a warmup schedule)."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 
 import pytest

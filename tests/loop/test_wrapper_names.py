@@ -16,7 +16,7 @@ import pytest
 
 from hooktui.engine.compare import compare
 from hooktui.engine.records import Event
-from test_distributed import _free_port
+from ranks import free_port
 
 pytest.importorskip("torch.distributed.fsdp")
 HERE = Path(__file__).resolve().parent
@@ -28,7 +28,7 @@ def result(tmp_path_factory) -> dict:
     tmp_path = tmp_path_factory.mktemp("wrapped")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(_free_port()), "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
+                "MASTER_PORT": str(free_port()), "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
     done = subprocess.run([sys.executable, str(HERE / "wrapped_worker.py"), str(tmp_path / "result.json")],
                           env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -6,7 +6,6 @@ import threading
 import time
 
 import pytest
-from textual.widgets import DataTable
 
 from hooktui.engine.loader import load_target
 from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo

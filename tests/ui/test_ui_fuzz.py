@@ -14,13 +14,11 @@ import math
 import random
 from pathlib import Path
 
-import pytest
 
 from hooktui.engine.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from hooktui.engine.trace_file import SCHEMA, TraceFileError, read_trace_file
 from hooktui.engine.user_hook_records import UserHookCall, UserHookInfo
 from hooktui.ui.app import HooktuiApp
-from hooktui.ui.screens.error import ErrorScreen
 
 from ui_helpers import run
 

@@ -17,7 +17,6 @@ from hooktui.ui.keys import key_help
 from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.overview import OverviewRows, bar, bar_level, short_number
 
-from screen_text import screen_rows
 from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
 
 
