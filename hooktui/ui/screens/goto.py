@@ -7,45 +7,19 @@ firing)."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from ...engine.records import parse_firing_number
+from .one_line import OneLineScreen
 
 
-class GotoScreen(ModalScreen[tuple[int, int] | None]):
-    DEFAULT_CSS = """
-    GotoScreen { align: center middle; }
-    GotoScreen > Vertical {
-        width: 40; max-width: 100%; height: auto;
-        border: round $primary; background: $surface; padding: 0 1;
-    }
-    GotoScreen #goto-range { color: $text-muted; }
-    GotoScreen Input, GotoScreen Input:focus { border: none; height: 1; padding: 0 1; }
-    """
-
-    BINDINGS = [Binding("escape", "dismiss", "Close", id="hooktui.goto.close")]
-
+class GotoScreen(OneLineScreen):
     def __init__(self, latest: str | None) -> None:
-        super().__init__()
-        self._latest = latest
+        super().__init__(
+            title="go to firing #", subtitle="enter goes · escape closes",
+            context="no firing yet" if latest is None else f"fired so far: #0 to #{latest}",
+            input=Input(placeholder="N or N.k", restrict=r"#?[0-9]*\.?[0-9]*", id="goto-input"),
+        )
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "go to firing #"
-            box.border_subtitle = "enter goes · escape closes"
-            known = "no firing yet" if self._latest is None else f"fired so far: #0 to #{self._latest}"
-            yield Static(known, id="goto-range", markup=False)
-            yield Input(placeholder="N or N.k", restrict=r"#?[0-9]*\.?[0-9]*", id="goto-input")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.dismiss(parse_firing_number(message.value))
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)
+    def answer(self, text: str) -> tuple[int, int] | None:
+        return parse_firing_number(text)
