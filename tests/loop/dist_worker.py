@@ -5,9 +5,11 @@ it opens, is driven by Textual's pilot (`c` to the end, then `q`). Writes what h
 the JSON file named by argv[1]."""
 
 import asyncio
+import gc
 import json
 import os
 import sys
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -42,24 +44,39 @@ opened: list[bool] = []
 hooktui.loop.where.terminal_attached = lambda: True
 hooktui.loop.in_app.open_app = open_app
 
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-x = torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))  # each rank its own batch
-model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
 
-loss = hooktui.debug(model, lambda: model(x).pow(2).mean())
-twin(x).pow(2).mean().backward()  # the same step in plain torch (gradients averaged over the ranks)
+def main() -> None:
+    # Everything that holds the process group (the DDP models) is a local, freed when main()
+    # returns: the group's gloo threads then end while the interpreter is alive. Held by module
+    # globals until interpreter teardown, a gloo thread freeing the last collective's tensors
+    # aborts the process ("terminate called without an active exception"), a PyTorch race
+    # that a plain DDP script hits as often.
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))  # each rank its own batch
+    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
 
-same = all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
-# This rank's own gradient, before any all-reduce: a plain copy, unwrapped, on this rank's batch.
-alone = build()
-alone(x).pow(2).mean().backward()
-local = {name: p.grad.reshape(-1).tolist() for name, p in alone.named_parameters()}
-final = {name.removeprefix("module."): p.grad.reshape(-1).tolist() for name, p in model.named_parameters()}
-gathered = [None, None]
-dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
-dist.destroy_process_group()
-with open(sys.argv[1], "w") as out:
-    json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
-               "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss),
-               "local_grads": local, "final_grads": final}, out)
+    loss = hooktui.debug(model, lambda: model(x).pow(2).mean())
+    twin(x).pow(2).mean().backward()  # the same step in plain torch (gradients averaged over the ranks)
+
+    same = all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
+    # This rank's own gradient, before any all-reduce: a plain copy, unwrapped, on this rank's batch.
+    alone = build()
+    alone(x).pow(2).mean().backward()
+    local = {name: p.grad.reshape(-1).tolist() for name, p in alone.named_parameters()}
+    final = {name.removeprefix("module."): p.grad.reshape(-1).tolist() for name, p in model.named_parameters()}
+    gathered = [None, None]
+    dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
+    # hooktui keeps nothing of the model once debug() returns (its hooks, records and app are gone).
+    held = weakref.ref(model)
+    del model, twin
+    gc.collect()
+    dist.destroy_process_group()
+    with open(sys.argv[1], "w") as out:
+        json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
+                   "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss),
+                   "local_grads": local, "final_grads": final, "model_freed": held() is None}, out)
+
+
+if __name__ == "__main__":
+    main()

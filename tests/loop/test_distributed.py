@@ -13,6 +13,7 @@ def test_two_ranks_each_record_and_only_hooktui_rank_opens_the_app(tmp_path):
     assert [r["rank"] for r in results] == [0, 1]
     assert [r["opened"] for r in results] == [False, True]  # HOOKTUI_RANK=1
     assert all(r["grads_equal_plain"] and r["grads_equal_across_ranks"] for r in results)
+    assert all(r["model_freed"] for r in results)  # nothing of hooktui's holds the model (and its process group)
     for result, err in zip(results, errs):
         name = f"hooktui-{result['pid']}-1-rank{result['rank']}.jsonl"
         assert f"rank {result['rank']}: recorded the step" in err and name in err
