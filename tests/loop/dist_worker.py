@@ -69,7 +69,7 @@ def main() -> None:
     dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
     # hooktui keeps nothing of the model once debug() returns (its hooks, records and app are gone).
     held = weakref.ref(model)
-    del model, twin
+    model = twin = None
     gc.collect()
     dist.destroy_process_group()
     with open(sys.argv[1], "w") as out:
