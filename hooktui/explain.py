@@ -108,6 +108,27 @@ def _param_grad(event: Event, events, who: str, info) -> list[Statement]:
     return out + _notes(event)
 
 
+def _final_grad(event: Event, events, who: str, info) -> list[Statement]:
+    out = [
+        Statement(
+            f"Final gradient of {who.split(' (')[0]}: `.grad` as it was once the backward had returned, when the "
+            f"wrapper's reduction over the ranks (DDP's all-reduce, FSDP1's reduce-scatter) has written it. This is "
+            f"what the optimizer uses; the param_grad firing showed this rank's gradient before it."
+        )
+    ]
+    for tensor in event.tensors:
+        if tensor.is_missing:
+            out.append(Statement(f"`{tensor.name}` of parameter {tensor.target}: none on this rank ({tensor.missing})."))
+        else:
+            part = f" ({tensor.note})" if tensor.note else ""
+            out.append(Statement(f"`{tensor.name}`: shape {shape_text(tensor)}, for parameter {tensor.target}{part}."))
+    targets = {t.target for t in event.tensors if t.target}
+    grads = [e.number for e in events if e.hook == "param_grad" and any(t.target in targets for t in e.tensors)]
+    if grads:
+        out.append(Statement("This rank's gradient before it: param_grad " + ", ".join(f"#{n}" for n in grads) + "."))
+    return out + _notes(event)
+
+
 def _node(event: Event, events, who: str, info) -> list[Statement]:
     side = "receives the gradients of its outputs" if event.hook == "node_pre" else "has computed the gradients of its inputs"
     out = [Statement(f"Autograd node {event.grad_fn} (inside {who}) {side}.")]
@@ -210,6 +231,7 @@ _BUILDERS = {
     "backward": _backward,
     "legacy_backward": _legacy,
     "param_grad": _param_grad,
+    "final_grad": _final_grad,
     "node_pre": _node,
     "node": _node,
     "error": _error,

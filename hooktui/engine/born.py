@@ -14,6 +14,8 @@ it is first *seen*; where it was *made* follows from the order hooks fire in:
   with the forward line that created the node: that is the first bad firing then.
 - a parameter's `.grad` that was already bad before the backward (a record
   "… .grad before this backward", kept while hunting) came from outside this step.
+- a `final_grad` (a parameter's `.grad` after DDP's or FSDP1's reduction) bad where this
+  rank's own firings were not came from another rank.
 
 Nothing here imports torch: `hooktui view` and `trace` explain a saved trace the same way.
 """
@@ -284,6 +286,14 @@ def _param_grad(events, position, event, bad, bp) -> Born:
     return _born(event, position, position, tensor, words, lines)
 
 
+def _final_grad(events, position, event, bad, bp) -> Born:
+    tensor, words = bad[0]
+    lines = [(f"The final .grad of {tensor.target or tensor.name} holds {words} once the backward has returned, while "
+              f"this rank's firings before it were {_good(bp)}: it came from another rank, in what the wrapper reduced "
+              "over the ranks (DDP's all-reduce, FSDP1's reduce-scatter). Look at the other ranks' traces.")]
+    return _born(event, position, position, tensor, words, lines)
+
+
 def _generic(events, position, event, bad, bp) -> Born:
     tensor, words = bad[0]
     lines = [f"{tensor.name} of {_who(event)} ({event.hook} firing) holds {words}."]
@@ -298,4 +308,5 @@ _EXPLAIN = {
     "backward_pre": _backward_pre,
     "backward": _backward,
     "param_grad": _param_grad,
+    "final_grad": _final_grad,
 }

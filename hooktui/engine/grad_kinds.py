@@ -11,6 +11,11 @@ writes `.grad`, before the wrapper's own communication:
   is split back into the named parameters (`_fqns`, `_shapes`, `_numels_with_padding`).
 Checked on torch 2.13, gloo (tests/loop/test_distributed.py, test_fsdp2.py,
 test_wrapper_names.py).
+
+Where that is not the gradient the optimizer uses (DDP outside `no_sync`, FSDP1), the
+step's end shows it: `finals()` lists each parameter's `.grad` once the backward has
+returned, when the wrappers' callbacks queued for its end have run (final_grads.py).
+FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor shard).
 """
 
 from __future__ import annotations
@@ -32,6 +37,17 @@ class Piece:
     tensor: torch.Tensor
 
 
+@dataclass(frozen=True)
+class FinalGrad:
+    """One parameter's `.grad` after the backward, as this rank holds it."""
+
+    name: str  # the user's name of the parameter
+    grad: torch.Tensor | None  # the gradient, or this rank's part of it; None: none here
+    note: str  # which gradient this is (the firing's note)
+    part: str | None = None  # which part of the parameter `grad` is, when not all of it
+    missing: str | None = None  # why there is none (`grad` None)
+
+
 class GradKinds:
     def __init__(self, modules: list[tuple[str, nn.Module]]) -> None:
         # id(param) -> the DDP wrapper that all-reduces its gradient.
@@ -41,6 +57,7 @@ class GradKinds:
         # use_orig_params=True they are no registered parameter (the model's parameters get
         # their .grad from FSDP, not from autograd), so param_grads.py hooks them here.
         self.flat: list[tuple[str, torch.Tensor]] = []
+        self._flat_wrapper: dict[int, nn.Module] = {}  # id(flat parameter) -> its FSDP1 module
         for name, module in modules:
             names = {cls.__name__ for cls in type(module).__mro__}
             if "DistributedDataParallel" in names:
@@ -51,6 +68,7 @@ class GradKinds:
                 flat = getattr(module, "_flat_param", None)
                 if flat is not None and _is_flat(flat):
                     self.flat.append((name.removesuffix(f"[{type(module).__name__}]"), flat))
+                    self._flat_wrapper[id(flat)] = module
 
     def notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         """What to say on the firing of `param` (held by the module shown as `owner`), and
@@ -68,8 +86,27 @@ class GradKinds:
             return _flat(param, owner)
         return [], []
 
+    def finals(self, params: list[tuple[str, torch.Tensor]]) -> list[FinalGrad]:
+        """Once the backward has returned: the final `.grad` of each parameter whose
+        `param_grad` firing showed another gradient (`params`: the model's, by the user's
+        names). Reads `.grad` and FSDP1's shard layout only: no copy, no collective."""
+        out = []
+        for name, param in params if self._ddp else ():
+            ddp = self._ddp.get(id(param))
+            if ddp is None or not param.requires_grad or not getattr(ddp, "require_backward_grad_sync", True):
+                continue  # under no_sync() .grad holds what param_grad showed
+            made = (f"what your DDP comm hook made of the gradients of the {_world(ddp)}" if getattr(ddp, "_comm_hooks", None)
+                    else f"DDP's average over the {_world(ddp)}")
+            note = (f"the final .grad after the backward: {made}, what the optimizer uses (the param_grad firing "
+                    "showed this rank's own gradient)")
+            missing = None if param.grad is not None else "no .grad after the backward"
+            out.append(FinalGrad(name, param.grad, note, missing=missing))
+        for owner, flat in self.flat:
+            out.extend(_flat_finals(owner, flat, self._flat_wrapper.get(id(flat))))
+        return out
 
-def _world(ddp: nn.Module) -> str:
+
+def _world(ddp: nn.Module | None) -> str:
     try:
         size = ddp.process_group.size()
     except Exception:  # a process group of another kind: no number rather than a guess
@@ -103,6 +140,51 @@ def _flat(param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
     note = (f"FSDP1 FlatParameter holding {held}: this rank's unsharded gradient, before FSDP's reduce-scatter "
             "(all-reduce under NO_SHARD; .grad then holds this rank's shard of the average); split back into those parameters")
     return [note], pieces
+
+
+def _flat_finals(owner: str, flat: torch.Tensor, wrapper: nn.Module | None) -> list[FinalGrad]:
+    """FSDP1: after the backward a FlatParameter's .grad is this rank's shard of the averaged
+    flat gradient (all of it under NO_SHARD); each named parameter's part of that shard, by
+    FSDP's own layout (`_shard_param_infos`)."""
+    infos = getattr(flat, "_shard_param_infos", None)
+    if infos is None or len(infos) != len(flat._fqns):  # another release's layout: nothing rather than a guess
+        return []
+    grad = flat.grad
+    if not getattr(wrapper, "_sync_gradients", True) or grad is not None and grad.shape != flat.shape:
+        # Under no_sync(): no reduction in this backward; .grad holds this rank's unsharded
+        # gradient, as param_grad showed it.
+        return []
+    names = [_user_fqn(owner, fqn) for fqn in flat._fqns]
+    whole = all(info.in_shard and info.numel_in_shard == numel for info, numel in zip(infos, flat._numels))
+    world = _world(wrapper)
+    strategy = getattr(getattr(wrapper, "sharding_strategy", None), "name", None)
+    how = f"FSDP1, {strategy}" if strategy else "FSDP1"
+    reduced = "reduced by your comm hook" if getattr(wrapper, "_comm_hook", None) is not None else "averaged"
+    held = (f"the gradient {reduced} over the {world}, all of it on this rank ({how}), what the optimizer uses (the "
+            "param_grad firing showed this rank's own gradient, before the all-reduce)" if whole else
+            f"this rank's shard of the gradient {reduced} over the {world} ({how}), what the optimizer uses (the "
+            "param_grad firing showed this rank's own gradient, before the reduce-scatter)")
+    note = f"the final .grad after the backward: {held}"
+    out = []
+    for name, shape, numel, info in zip(names, flat._shapes, flat._numels, infos):
+        if grad is None:
+            out.append(FinalGrad(name, None, note, missing="FSDP1 left no .grad on the flat parameter holding it"))
+            continue
+        if not info.in_shard:
+            out.append(FinalGrad(name, None, note, missing="no part of it is in this rank's shard: other ranks hold its gradient"))
+            continue
+        start, count = info.offset_in_shard, info.numel_in_shard
+        if grad.dim() != 1 or grad.numel() < start + count:
+            continue
+        piece = grad[start:start + count]
+        if count == numel:
+            out.append(FinalGrad(name, piece.view(shape), note))
+            continue
+        first = info.intra_param_start_idx
+        part = (f"this rank's shard holds elements {first}..{first + count - 1} of its {numel} (flattened, shape "
+                f"{list(shape)}); other ranks hold the rest")
+        out.append(FinalGrad(name, piece, note, part=part))
+    return out
 
 
 _PREFIXES = tuple(f"{attr}." for attr in set(WRAPPED_BY.values()) - {"module"})

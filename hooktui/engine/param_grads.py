@@ -57,6 +57,11 @@ class ParamGradHooks:
                                                 f"its gradient hook on {qualified}")
                 self._handles.append(param.register_post_accumulate_grad_hook(fire))
 
+    @property
+    def kinds(self) -> GradKinds | None:
+        """Which gradients the model's wrappers make (None before `install`)."""
+        return self._kinds
+
     def note_bad_grads(self, model: nn.Module) -> None:
         """Called as a backward starts, while hunting (hunt.py). Deferred (`defer_hunt`):
         every .grad is summarised (no value is read now); hooktui.guard drops from their

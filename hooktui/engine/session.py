@@ -254,6 +254,9 @@ class Session:
                         self.trace.info.modules = describe_modules(self.model)
                     self.trace.loss = loss.detach()
                     loss.backward()  # the tracer notices it starting (backward_calls.py)
+                    # DDP's and FSDP1's callbacks queued for the backward's end have run: the
+                    # .grad the optimizer will use, where param_grad showed another (final_grads.py).
+                    tracer.contain.call("recording the final .grad", tracer.backward_returned)
                 finally:
                     # Each, whatever the other does; a failure is hooktui's, noted, never the run's (contain.py).
                     tracer.contain.call("removing its hooks", tracer.remove)

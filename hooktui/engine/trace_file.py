@@ -55,7 +55,7 @@ PARAMS_MAX = 10_000
 SOURCE_FILES_MAX = 10_000
 SOURCE_LINES_MAX = 100_000  # stored lines per file
 
-HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "param_grad", "legacy_backward", "node_pre", "node", "user_hook", "error")
+HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "param_grad", "final_grad", "legacy_backward", "node_pre", "node", "user_hook", "error")
 
 
 class TraceFileError(Exception):

@@ -65,6 +65,8 @@ def main() -> None:
     alone(x).pow(2).mean().backward()
     local = {name: p.grad.reshape(-1).tolist() for name, p in alone.named_parameters()}
     final = {name.removeprefix("module."): p.grad.reshape(-1).tolist() for name, p in model.named_parameters()}
+    # What the final_grad firings must show: the plain DDP twin's .grad (the average over the ranks).
+    plain_final = {name.removeprefix("module."): p.grad.reshape(-1).tolist() for name, p in twin.named_parameters()}
     gathered = [None, None]
     dist.all_gather_object(gathered, [p.grad.tolist() for p in model.parameters()])
     # hooktui keeps nothing of the model once debug() returns (its hooks, records and app are gone).
@@ -75,7 +77,7 @@ def main() -> None:
     with open(sys.argv[1], "w") as out:
         json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
                    "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss),
-                   "local_grads": local, "final_grads": final, "model_freed": held() is None}, out)
+                   "local_grads": local, "final_grads": final, "plain_final_grads": plain_final, "model_freed": held() is None}, out)
 
 
 if __name__ == "__main__":

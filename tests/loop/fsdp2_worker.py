@@ -64,6 +64,19 @@ def fsdp1_split_grads(result: dict, x: torch.Tensor) -> None:
     result["fsdp1_note"] = event.notes[0]
     result["fsdp1_split_equal_local"] = all(shown.get(name) == p.grad.reshape(-1).tolist() for name, p in alone.named_parameters())
     result["fsdp1_flat_shape"] = event.tensors[0].shape
+    # After the backward: each parameter's part of this rank's shard of the average (the
+    # expectation: the unwrapped copies' gradients averaged with a plain all-reduce).
+    average = {}
+    for name, p in alone.named_parameters():
+        total = p.grad.clone()
+        dist.all_reduce(total)
+        average[name] = (total / dist.get_world_size()).reshape(-1).tolist()
+    result["fsdp1_average"] = average
+    result["fsdp1_finals"] = [[e.module, e.notes, t.target, t.shape, t.values, t.note, t.missing]
+                              for e in trace.events if e.hook == "final_grad" for t in e.tensors]
+    with model.no_sync():  # no reduce-scatter: .grad is what param_grad shows
+        quiet = hooktui.record(model, x, lambda out: out.sum())
+    result["fsdp1_no_sync_hooks"] = sorted({e.hook for e in quiet.events})
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Two processes with torch.distributed (gloo, world size 2, CPU), as torchrun starts them:
 each records its step to its own trace file (the name carries the rank), only the rank
-named by HOOKTUI_RANK opens the app, and DDP's gradients are those of a plain step."""
+named by HOOKTUI_RANK opens the app, and DDP's gradients are those of a plain step: each
+param_grad this rank's own, each final_grad the average DDP leaves in .grad."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ def test_two_ranks_each_record_and_only_hooktui_rank_opens_the_app(tmp_path):
             (shown,) = event.tensors
             assert shown.values == result["local_grads"][shown.target] != result["final_grads"][shown.target]
             assert "DDP: this rank's gradient, before DDP averages it over the 2 ranks" in event.notes[0]
+        # Once the backward has returned, each parameter's final .grad: the plain DDP twin's (the average).
+        finals = [e for e in events if e.hook == "final_grad"]
+        assert [e.index for e in finals] == [e.index for e in events[-4:]]  # the step's last firings
+        assert [t.target for e in finals for t in e.tensors] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+        for event in finals:
+            (shown,) = event.tensors
+            assert shown.values == result["plain_final_grads"][shown.target] != result["local_grads"][shown.target]
+            assert event.module == shown.target.rpartition(".")[0] and event.phase == "backward"
+            assert event.notes == [("the final .grad after the backward: DDP's average over the 2 ranks, what the optimizer "
+                                    "uses (the param_grad firing showed this rank's own gradient)")]
     assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == sorted(
         f"hooktui-{r['pid']}-1-rank{r['rank']}.jsonl" for r in results
     )

@@ -53,11 +53,12 @@ def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):
     fsdp_modules = {name: raw for name, raw, _ in result["fsdp1"]["modules"]}
     assert fsdp_modules["2.0"] == "_fsdp_wrapped_module.2.0._fsdp_wrapped_module"
 
-    # param_grad differs by design (FSDP1 holds one flat parameter per wrapped Linear).
-    modules_firings = [e for e in events["ddp"] if e.module in plain and e.hook != "param_grad"]
+    # param_grad differs by design (FSDP1 holds one flat parameter per wrapped Linear);
+    # final_grad: the test below.
+    modules_firings = [e for e in events["ddp"] if e.module in plain and e.hook not in ("param_grad", "final_grad")]
     comparison = compare(events["ddp"], events["fsdp1"])
     paired = [f for f in comparison.firings if f.a is not None and f.b is not None
-              and events["ddp"][f.a].module in plain and events["ddp"][f.a].hook != "param_grad"]
+              and events["ddp"][f.a].module in plain and events["ddp"][f.a].hook not in ("param_grad", "final_grad")]
     assert len(modules_firings) == 28  # 7 modules, 4 hooks each
     assert len(paired) == 28
     assert not any(f.differs for f in paired)
@@ -95,3 +96,30 @@ def test_fsdp2_and_tp_hooks_are_labelled_and_not_compared_while_the_users_is(res
             assert "ColwiseParallel" in styles["0"] and "RowwiseParallel" in styles["3"]
         (users,) = [e for e in hooks if e not in library]
         assert users.notes[0].startswith("your hook doubled (forward on 3)") and "output replaced" in users.notes[0]
+
+
+def test_final_grad_after_the_backward_is_each_parameters_grad_by_its_own_name(result):
+    """DDP and FSDP1 (both layouts): once the backward has returned, one final_grad firing
+    per parameter of the user's model, under its module, equal to a plain model's .grad
+    (one rank: the average is this rank's own, and FSDP1 runs NO_SHARD); DDP's and
+    FSDP1's align value by value. FSDP2 and TP get none: their param_grad is the final
+    .grad already."""
+    plain = result["plain_grads"]
+    finals = {}
+    for kind, how in (("ddp", "DDP's average over the 1 rank"),
+                      ("fsdp1", "the gradient averaged over the 1 rank, all of it on this rank (FSDP1, NO_SHARD)"),
+                      ("fsdp1_orig", "the gradient averaged over the 1 rank, all of it on this rank (FSDP1, NO_SHARD)")):
+        events = [Event.from_dict(e) for e in result[kind]["events"]]
+        finals[kind] = [e for e in events if e.hook == "final_grad"]
+        assert events[-len(plain):] == finals[kind]  # the step's last firings, one per parameter
+        shown = {}
+        for event in finals[kind]:
+            (tensor,) = event.tensors
+            assert event.module == tensor.target.rpartition(".")[0] and tensor.name == f"{tensor.target.rpartition('.')[2]}.grad"
+            assert event.notes[0].startswith(f"the final .grad after the backward: {how}"), event.notes
+            shown[tensor.target] = tensor.values
+        assert shown == plain, kind
+    comparison = compare(finals["ddp"], finals["fsdp1"])
+    assert comparison.aligned == len(plain) and comparison.agree
+    for kind in ("fsdp2", "tp"):
+        assert not [e for e in result[kind]["events"] if e["hook"] == "final_grad"]
