@@ -59,6 +59,14 @@ _ROLES = {
 }
 
 
+# Why a firing has no autograd node, by hook kind.
+_NO_NODE = {
+    None: "this firing has no node (forward_pre runs before the module; outputs that need no grad have none)",
+    "error": "the run failed here",
+    "final_grad": ".grad read once the backward had returned: no node runs then",
+}
+
+
 def role(event: Event) -> str:
     if event.phase == "forward":
         return "grad_fn of this call's output (created by the forward)"
@@ -127,12 +135,7 @@ class AutogradPane(Vertical):
         node = event.node
         if node is None:
             text.append(event.grad_fn or "no autograd node", "bold")
-            text.append(
-                "\nthis firing has no node (forward_pre runs before the module; outputs that need no grad have none)"
-                if event.hook != "error"
-                else "\nthe run failed here",
-                "dim",
-            )
+            text.append("\n" + _NO_NODE.get(event.hook, _NO_NODE[None]), "dim")
         else:
             text.append(node.name.removeprefix("torch::autograd::"), "bold")
             text.append(f"  seq_nr {seq_text(node.seq_nr)}", "")

@@ -23,10 +23,11 @@ LinesFor = Callable[[str], "Mapping[int, str] | None"]
 
 def call_site(event: Event | None, events: Sequence[Event]) -> SourceLocation | None:
     """Where the user's code made the call of `event`. A param_grad firing is recorded inside
-    torch (AccumulateGrad): show the call of its module's forward firing instead."""
+    torch (AccumulateGrad), a final_grad firing after the backward: show the call of its
+    module's forward firing instead."""
     if event is None:
         return None
-    if event.hook == "param_grad" and event.forward_index is not None:
+    if event.hook in ("param_grad", "final_grad") and event.forward_index is not None:
         position = position_of(events, event.forward_index)
         if position is not None and events[position].source is not None:
             return events[position].source

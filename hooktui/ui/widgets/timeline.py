@@ -38,10 +38,13 @@ def hook_label(hook: str) -> str:
 
 
 def node_cell(event: Event) -> str:
-    """The autograd node column; a param_grad firing names the parameter it wrote."""
+    """The autograd node column; a param_grad firing names the parameter it wrote, a
+    final_grad firing the parameter whose .grad it read after the backward."""
     node = (event.grad_fn or "-").removeprefix("torch::autograd::")
-    if event.hook == "param_grad":
+    if event.hook in ("param_grad", "final_grad"):
         params = ", ".join(t.target for t in event.tensors if t.target)
+        if event.hook == "final_grad":
+            return f"{params} .grad after backward" if params else ".grad after backward"
         return f"{params} ← {node}" if params else node
     return node
 
@@ -388,9 +391,9 @@ class Timeline(ScrollView, can_focus=True):
             phase_style = self.get_component_rich_style(f"timeline--{kind}", partial=True)
             dim = self.get_component_rich_style("timeline--dim", partial=True)
         hook_style = phase_style
-        if not selected and event.hook in ("param_grad", "legacy_backward"):
+        if not selected and event.hook in ("param_grad", "final_grad", "legacy_backward"):
             hook_style = self.get_component_rich_style(
-                "timeline--param" if event.hook == "param_grad" else "timeline--legacy", partial=True
+                "timeline--legacy" if event.hook == "legacy_backward" else "timeline--param", partial=True
             )
         elif not selected and event.hook in ("node_pre", "node"):
             hook_style = dim
