@@ -59,7 +59,6 @@ from torch.autograd.graph import get_gradient_edge
 from . import backward_calls, collector, hunt, nodes, scripted, sharded, stats
 from .contain import Containment, failure_text
 from .final_grads import fire_final_grads
-from .grad_kinds import GradKinds
 from .call_outputs import OutputSlot, output_slots
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
@@ -760,9 +759,11 @@ class Tracer:
 
     def backward_returned(self) -> None:
         """The step's backward has returned (the callbacks it queued for its end have run):
-        the final .grad where param_grad showed another gradient (final_grads.py)."""
+        the final .grad where param_grad showed another gradient (final_grads.py). None
+        without param_grad firings."""
         kinds = self._param_grads.kinds if self._param_grads is not None else None
-        fire_final_grads(self, kinds if kinds is not None else GradKinds(self._walk.modules))
+        if kinds is not None:
+            fire_final_grads(self, kinds)
 
     # -- for the finer firing kinds (param_grads.py, legacy.py, node_steps.py) -------------
     @property
