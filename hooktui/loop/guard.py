@@ -260,12 +260,31 @@ class Guard:
             return
         error = self._checked_step() if self._deferred else None
         had_firings = bool(self.events)
-        self._stop_tracer()
+        self._restart()
         if had_firings:
             self.step += 1
-        self._start_tracer()
         if error is not None:
             raise error
+
+    def _restart(self) -> None:
+        """The next step's tracer in place of this one's. This runs inside the model's call
+        (a stop mid-forward, a backward's end), where FSDP may have put views in place of
+        the parameters: a failure of hooktui's here is said and contained (the step goes on,
+        the guard's own error still comes out), never raised into the user's step. A tracer
+        that could not start is taken off again: the guard checks nothing more."""
+        try:
+            self._stop_tracer()
+        except Exception as exc:
+            self._tracer = None
+            self._failed("ending a step", exc)
+        try:
+            self._start_tracer()
+        except Exception as exc:
+            self._failed("starting the next step (it checks nothing more in this with block)", exc)
+            try:
+                self._stop_tracer()
+            except Exception:  # said above; what is left of it can only be dropped
+                self._tracer = None
 
     def _root_pre(self, module: nn.Module, args: tuple) -> None:
         if self.root_depth == 0 and self._hunting and self._lines is None and torch.is_grad_enabled():
