@@ -41,17 +41,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine import hunt, lazy_stats, nodes
+from ..engine import hunt, lazy_stats, nodes, sharded
 from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
 from ..engine.contain import failure_text
+from ..engine.grad_kinds import GradKinds
+from ..engine.model_walk import ModelWalk
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.one_run import claimed
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
-from . import in_app, where
+from . import guard_ranks, in_app, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
@@ -379,12 +381,17 @@ class Guard:
         except Exception as exc:  # the bad value is what matters: said without where it was born
             born = None
             event.notes = [*event.notes, f"hooktui could not work out where the bad value was born: {failure_text(exc)}"]
-        message = _message(step, event, bp, reason, born)
+        rank = sharded.this_rank()
+        ranked = self._on_this_rank(event, bp) if rank is not None else []
+        message = _message(step, event, bp, reason, born, rank, ranked)
         if born is not None:
             # A new list: records without notes share one frozen empty list (records.NO_NOTES).
             event.notes = [*event.notes, "hooktui.guard stopped here. Where it was born: " + " ".join(born.lines)]
+        if ranked:
+            event.notes = [*event.notes, f"On rank {rank[0]} of {rank[1]}: " + " ".join(ranked)]
+        on = "" if rank is None else f", rank {rank[0]} of {rank[1]}"
         info = TraceInfo(
-            model=f"{type(self.model).__name__} (hooktui.guard at {self.call_site}, step {step})",
+            model=f"{type(self.model).__name__} (hooktui.guard at {self.call_site}, step {step}{on})",
             modules=describe_modules(self.model),
             loss="the loss your loop computed",
             device=next((str(p.device) for p in self.model.parameters()), "cpu"),
@@ -406,6 +413,15 @@ class Guard:
             return quit
         return error
 
+    def _on_this_rank(self, event: Event, bp: Breakpoint) -> list[str]:
+        """Under torch.distributed: what the bad value is of this rank's (guard_ranks.py)."""
+        tracer = self._tracer
+        try:
+            walk = tracer.walk if tracer is not None else ModelWalk(self.model)
+            return guard_ranks.lines(event, bp, walk.params, GradKinds(walk.modules).flat)
+        except Exception as exc:  # the bad value is what matters: said without this rank's part
+            return [f"hooktui could not work out this rank's part: {failure_text(exc)}"]
+
     def _maybe_open_app(self, info: TraceInfo, events: list[Event]) -> bool:
         on_error = self.on_error or ("debug" if where.under_hooktui_run else "raise")
         if on_error != "debug" or not where.opens_app():
@@ -416,15 +432,19 @@ class Guard:
         return True
 
 
-def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None) -> str:
+def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None,
+             rank: tuple[int, int] | None = None, ranked: list[str] | None = None) -> str:
     module = event.module or "(root)"
     phase = "" if event.hook.startswith(event.phase) else f" in {event.phase}"
-    head = (f"hooktui.guard: step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
+    on = "" if rank is None else f"rank {rank[0]} of {rank[1]}, "
+    head = (f"hooktui.guard: {on}step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
             f"({event.module_type}) call {event.call}): {reason}")
-    if born is None:
-        return head
-    lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
-    return head + "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
+    if born is not None:
+        lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
+        head += "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
+    if ranked:
+        head += f"\nOn rank {rank[0]} of {rank[1]}:\n" + "\n".join("  " + line for line in ranked)
+    return head
 
 
 # born.py's advice for the app; in the guard, find_node=True is what shows the node.
