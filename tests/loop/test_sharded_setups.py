@@ -1,0 +1,48 @@
+"""FSDP1 (flat parameters, and use_orig_params=True) and FSDP2 with activation checkpointing
+on two gloo processes on the CPU, each at a width below hooktui's snapshot size and one
+above it: `record`, `guard` and `debug` leave the model as found, their loss and `.grad`
+equal a plain twin's step bit for bit, record's values equal plain hooks' and gradients;
+and a NaN in one rank's shard of a weight stops every rank's guard with a NonFiniteError
+saying the rank and whether that rank's shard holds it (sharded_worker.py does the work,
+every setup in one launch).
+
+FSDP1 with use_orig_params=True once turned the guard's stop mid-forward into a
+RuntimeError: the guard's next tracer tried to hook the non-leaf views FSDP puts in place
+of the parameters while a forward runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ranks import run_ranks
+
+pytest.importorskip("torch.distributed.fsdp")
+
+CHECKS = ("record_left_model", "guard_grads_equal_plain", "record_output_equal_hook", "record_grad_equal_plain",
+          "debug_loss_equal_plain", "debug_grads_equal_plain", "params_equal_plain", "nan_left_model_as_plain")
+
+
+def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(tmp_path):
+    results, errs = run_ranks("sharded_worker.py", tmp_path, timeout=240)
+    for rank, (result, err) in enumerate(zip(results, errs)):
+        # The user's error comes out of every guard, none replaced by hooktui's (FSDP1 with
+        # use_orig_params=True once raised a RuntimeError here), and none of hooktui's failed.
+        errors = {setup: result[setup]["guard_error"] for setup in result if setup != "rank"}
+        assert all(e is not None and e.startswith("NonFiniteError: ") for e in errors.values()), (rank, errors)
+        assert "hooktui: guard failed" not in err and "hooktui failed" not in err, err[-3000:]
+        for setup in ("fsdp1", "fsdp1_orig", "fsdp2_ac"):
+            for width in (8, 96):
+                seen = result[f"{setup}/{width}"]
+                where = (rank, setup, width)
+                assert seen["record_error"] is None and seen["failures"] == [], (where, seen)
+                for check in CHECKS:
+                    assert seen[check] is True, (where, check)
+                assert seen["record_grad_sampled"] is (width == 96), where
+                error = seen["guard_error"]
+                assert error is not None and error.startswith("NonFiniteError: hooktui.guard: rank "), (where, error)
+                assert f"rank {rank} of 2, step 0, " in error and "(forward of 2.0 (" in error, (where, error)
+                assert f"\nOn rank {rank} of 2:\n" in error, (where, error)
+                if rank == 0:
+                    assert "Its parameter 2.0.weight " in error and "holds 1 NaN in this rank's shard of it" in error, (where, error)
+                else:
+                    assert "This rank's shards of its parameters are finite" in error, (where, error)
