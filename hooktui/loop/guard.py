@@ -120,8 +120,8 @@ def guard(
 class _StepTracer(Tracer):
     """A Tracer that tells the guard when backward starts and when a step's backward ends."""
 
-    def __init__(self, model: nn.Module, emit, owner: Guard) -> None:
-        super().__init__(model, emit, owner.options, legacy=False, param_grads=True)
+    def __init__(self, model: nn.Module, emit, owner: Guard, walk: ModelWalk | None = None) -> None:
+        super().__init__(model, emit, owner.options, legacy=False, param_grads=True, walk=walk)
         self.owner = owner
         self.depth = 0
 
@@ -159,6 +159,7 @@ class Guard:
         self._active = False
         self._claim = None  # one_run.claimed, held from __enter__ to __exit__
         self._hunting = find_node and any(bp.kind == "nonfinite" for bp in checks)
+        self._cut_short = False  # a stop ended the current step (step_ended)
 
     # -- the with block ----------------------------------------------------------------
     def __enter__(self) -> Guard:
@@ -199,9 +200,9 @@ class Guard:
             claim.__exit__(None, None, None)
 
     # -- steps -------------------------------------------------------------------------
-    def _start_tracer(self) -> None:
+    def _start_tracer(self, walk: ModelWalk | None = None) -> None:
         lazy_stats.start_run()
-        tracer = self._tracer = _StepTracer(self.model, self._emit, self)
+        tracer = self._tracer = _StepTracer(self.model, self._emit, self, walk)
         tracer.hunting = self._hunting
         tracer.defer_hunt = self._deferred
         tracer.install()
@@ -262,13 +263,18 @@ class Guard:
             return
         error = self._checked_step() if self._deferred else None
         had_firings = bool(self.events)
-        self._restart()
+        # Inside the model's call, or after a stop that cut a step short, FSDP may still hold
+        # its gathered parameters in place of the shards: the next tracer takes the walk of
+        # the model as this one found it (its shards, its names), not a walk made now.
+        keep = self._tracer.walk if self._tracer is not None and (self.root_depth or self._cut_short) else None
+        self._cut_short = False
+        self._restart(keep)
         if had_firings:
             self.step += 1
         if error is not None:
             raise error
 
-    def _restart(self) -> None:
+    def _restart(self, walk: ModelWalk | None = None) -> None:
         """The next step's tracer in place of this one's. This runs inside the model's call
         (a stop mid-forward, a backward's end), where FSDP may have put views in place of
         the parameters: a failure of hooktui's here is said and contained (the step goes on,
@@ -280,7 +286,7 @@ class Guard:
             self._tracer = None
             self._failed("ending a step", exc)
         try:
-            self._start_tracer()
+            self._start_tracer(walk)
         except Exception as exc:
             self._failed("starting the next step (it checks nothing more in this with block)", exc)
             try:
@@ -376,6 +382,7 @@ class Guard:
         """The error for the first bad firing, its step's firings saved to a trace file."""
         events = self.events
         step = self.step
+        self._cut_short = True  # the step ends by this error, wherever FSDP is in it
         try:
             born = where_born(events, bp)
         except Exception as exc:  # the bad value is what matters: said without where it was born

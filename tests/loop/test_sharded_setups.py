@@ -19,7 +19,8 @@ from ranks import run_ranks
 pytest.importorskip("torch.distributed.fsdp")
 
 CHECKS = ("record_left_model", "guard_grads_equal_plain", "record_output_equal_hook", "record_grad_equal_plain",
-          "debug_loss_equal_plain", "debug_grads_equal_plain", "params_equal_plain", "nan_left_model_as_plain")
+          "debug_loss_equal_plain", "debug_grads_equal_plain", "params_equal_plain", "nan_left_model_as_plain",
+          "guard_left_no_hook")
 
 
 def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(tmp_path):
@@ -27,8 +28,8 @@ def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(
     for rank, (result, err) in enumerate(zip(results, errs)):
         # The user's error comes out of every guard, none replaced by hooktui's (FSDP1 with
         # use_orig_params=True once raised a RuntimeError here), and none of hooktui's failed.
-        errors = {setup: result[setup]["guard_error"] for setup in result if setup != "rank"}
-        assert all(e is not None and e.startswith("NonFiniteError: ") for e in errors.values()), (rank, errors)
+        errors = {setup: result[setup]["guard_errors"] for setup in result if setup != "rank"}
+        assert all(e is not None and e.startswith("NonFiniteError: ") for two in errors.values() for e in two), (rank, errors)
         assert "hooktui: guard failed" not in err and "hooktui failed" not in err, err[-3000:]
         for setup in ("fsdp1", "fsdp1_orig", "fsdp2_ac"):
             for width in (8, 96):
@@ -38,11 +39,13 @@ def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(
                 for check in CHECKS:
                     assert seen[check] is True, (where, check)
                 assert seen["record_grad_sampled"] is (width == 96), where
-                error = seen["guard_error"]
-                assert error is not None and error.startswith("NonFiniteError: hooktui.guard: rank "), (where, error)
-                assert f"rank {rank} of 2, step 0, " in error and "(forward of 2.0 (" in error, (where, error)
-                assert f"\nOn rank {rank} of 2:\n" in error, (where, error)
+                first, second = seen["guard_errors"]
+                for step, error in enumerate((first, second)):
+                    assert f"hooktui.guard: rank {rank} of 2, step {step}, " in error and "(forward of 2.0 (" in error, (where, error)
+                # The loop went on after the first: the next step says the same of this rank.
+                assert first.split("\nOn rank ")[1].split("\nThe step's")[0] == second.split("\nOn rank ")[1].split("\nThe step's")[0]
+                said = first.split(f"\nOn rank {rank} of 2:\n")[1]
                 if rank == 0:
-                    assert "Its parameter 2.0.weight " in error and "holds 1 NaN in this rank's shard of it" in error, (where, error)
+                    assert "Its parameter 2.0.weight " in said and "holds 1 NaN in this rank's shard of it" in said, (where, said)
                 else:
-                    assert "This rank's shards of its parameters are finite" in error, (where, error)
+                    assert said.splitlines()[1].startswith("  This rank's shards of its parameters are finite"), (where, said)
