@@ -5,8 +5,9 @@ a width below hooktui's snapshot size (every value of a tensor copied) and one a
 `debug` beside a twin built the same way and stepped plainly. Last, a NaN put into one
 element of rank 0's shard of a weight: FSDP gathers it for the forward, so every rank's
 guard stops at the same firing (no rank is left waiting in a collective), each saying its
-rank and whether its own shard holds the NaN; the model is left as a plain error there
-leaves the twin. Writes what it saw to the JSON file named by argv[1]."""
+rank and whether its own shard holds the NaN; the loop catches the error and goes on
+under the same guard, whose next step stops the same way; the model is left as a plain
+error there leaves the twin. Writes what it saw to the JSON file named by argv[1]."""
 
 import json
 import sys

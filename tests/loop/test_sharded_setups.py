@@ -3,8 +3,8 @@ on two gloo processes on the CPU, each at a width below hooktui's snapshot size 
 above it: `record`, `guard` and `debug` leave the model as found, their loss and `.grad`
 equal a plain twin's step bit for bit, record's values equal plain hooks' and gradients;
 and a NaN in one rank's shard of a weight stops every rank's guard with a NonFiniteError
-saying the rank and whether that rank's shard holds it (sharded_worker.py does the work,
-every setup in one launch).
+saying the rank and whether that rank's shard holds it, twice in a loop that goes on
+(sharded_worker.py does the work, every setup in one launch).
 
 FSDP1 with use_orig_params=True once turned the guard's stop mid-forward into a
 RuntimeError: the guard's next tracer tried to hook the non-leaf views FSDP puts in place
