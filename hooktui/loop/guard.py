@@ -12,7 +12,9 @@ pauses and nothing is drawn. At the first bad value the guard raises NonFiniteEr
 ThresholdError for a bound given) from where it was seen, saying where it was born
 (engine/born.py: the module call, tensor, phase, source line; in backward the autograd
 node), after saving the step's firings so far to a trace file that `hooktui view` opens at
-that firing. With `on_error="debug"` and a terminal, the app opens there first.
+that firing. With `on_error="debug"` and a terminal, the app opens there first. Under
+torch.distributed the error also says its rank and what the bad value is of this rank's
+(guard_ranks.py: a shard, which gradient), read locally.
 
 How steps are told apart: a step ends when its outermost backward ends (or a forward
 under no_grad ends); then the tracer is replaced by a fresh one, so call numbers and
