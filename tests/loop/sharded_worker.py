@@ -7,7 +7,9 @@ element of rank 0's shard of a weight: FSDP gathers it for the forward, so every
 guard stops at the same firing (no rank is left waiting in a collective), each saying its
 rank and whether its own shard holds the NaN; the loop catches the error and goes on
 under the same guard, whose next step stops the same way; the model is left as a plain
-error there leaves the twin. Writes what it saw to the JSON file named by argv[1]."""
+error there leaves the twin. And a NaN in one weight's gradient on every rank: the guard
+names the parameter (inside FSDP1's FlatParameter) and this rank's shard (FSDP2). Writes
+what it saw to the JSON file named by argv[1]."""
 
 import json
 import sys
@@ -111,6 +113,26 @@ def poison(model: nn.Module, kind: str, rank: int) -> None:
         shard[at] = float("nan")
 
 
+def grad_nan(kind: str, rank: int) -> str | None:
+    """The guard's error when BAD's gradient turns NaN on every rank: a hook of the user's on
+    the weight its module computes with, in backward (find_node=False: no node is named
+    first). FSDP1: the FlatParameter's unsharded gradient, before the reduce-scatter; FSDP2:
+    this rank's shard of it, after. Every rank stops at the same firing."""
+    model = build(kind, 8)
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(10 + rank))
+
+    def poisoned_grad(module, args):
+        module.weight.register_hook(lambda g: g * float("nan"))
+
+    linear(model, 1).register_forward_pre_hook(poisoned_grad)
+    try:
+        with hooktui.guard(model, find_node=False):
+            model(x).sum().backward()
+    except Exception as exc:  # the type is what is checked
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def one_setup(kind: str, width: int, rank: int) -> dict:
     out = {}
     model, twin = build(kind, width), build(kind, width)
@@ -197,6 +219,7 @@ def main() -> None:
         for kind in SETUPS:
             for width in WIDTHS:
                 result[f"{kind}/{width}"] = one_setup(kind, width, rank)
+            result[f"{kind}/grad_nan"] = grad_nan(kind, rank)
     finally:
         with open(sys.argv[1], "w") as out:
             json.dump(result, out)

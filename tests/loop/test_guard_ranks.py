@@ -47,7 +47,8 @@ def test_a_flat_gradient_bad_outside_every_part_is_said_as_such():
 def test_a_dtensor_gradient_is_said_to_be_this_ranks_shard():
     note = ("DTensor: statistics and values are this rank's local part, shape [48, 96] at offset (48, 0), of a global "
             "[96, 96]; placements (Shard(0)) on mesh (2,) on cpu, this rank at (1,)")
-    kind = "FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over the ranks, FSDP2's default): as .grad holds it"
+    kind = ("FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over the ranks, FSDP2's default): "
+            "as .grad holds it")
     event = param_grad([record("weight.grad", [48, 96], nan=1, target="2.0.weight", note=note)], [kind])
     lines = guard_ranks.lines(event, NONFINITE, [], [])
     assert lines[1] == ("weight.grad is this rank's shard of a DTensor: local shape [48, 96] at offset (48, 0), of a global "

@@ -28,7 +28,8 @@ def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(
     for rank, (result, err) in enumerate(zip(results, errs)):
         # The user's error comes out of every guard, none replaced by hooktui's (FSDP1 with
         # use_orig_params=True once raised a RuntimeError here), and none of hooktui's failed.
-        errors = {setup: result[setup]["guard_errors"] for setup in result if setup != "rank"}
+        errors = {setup: result[setup]["guard_errors"] for setup in result if "/" in setup and not setup.endswith("grad_nan")}
+        errors |= {setup: [result[setup]] for setup in result if setup.endswith("grad_nan")}
         assert all(e is not None and e.startswith("NonFiniteError: ") for two in errors.values() for e in two), (rank, errors)
         assert "hooktui: guard failed" not in err and "hooktui failed" not in err, err[-3000:]
         for setup in ("fsdp1", "fsdp1_orig", "fsdp2_ac"):
@@ -49,3 +50,17 @@ def test_fsdp1_both_layouts_and_fsdp2_with_checkpointing_record_guard_and_debug(
                     assert "Its parameter 2.0.weight " in said and "holds 1 NaN in this rank's shard of it" in said, (where, said)
                 else:
                     assert said.splitlines()[1].startswith("  This rank's shards of its parameters are finite"), (where, said)
+
+        # A NaN gradient of 2.0.weight on both ranks: the parameter inside FSDP1's FlatParameter
+        # (64 values of its [8, 8] part), and FSDP2's shard of this rank, are named.
+        for setup in ("fsdp1", "fsdp1_orig"):
+            error = result[f"{setup}/grad_nan"]
+            assert f"rank {rank} of 2, step 0, " in error and "(param_grad in backward of 2.0 (Linear) call 0)" in error, error
+            assert ("_flat_param.grad is an FSDP1 FlatParameter's gradient (this rank's, unsharded, before FSDP's "
+                    "reduce-scatter): 64 NaN in 2.0.weight's part (2.0.weight.grad).") in error, error
+        error = result["fsdp2_ac/grad_nan"]
+        offset = " at offset (4, 0)" if rank else ""
+        assert f"rank {rank} of 2, step 0, " in error and "(param_grad in backward of 2.0 (Linear) call 0)" in error, error
+        assert (f"weight.grad is this rank's shard of a DTensor: local shape [4, 8]{offset}, of a global [8, 8]; "
+                f"placements (Shard(0)) on mesh (2,) on cpu, this rank at ({rank},).") in error, error
+        assert "\n  FSDP2: this rank's shard of the gradient, after the reduce-scatter" in error, error
