@@ -11,6 +11,7 @@ error there leaves the twin. And a NaN in one weight's gradient on every rank: t
 names the parameter (inside FSDP1's FlatParameter) and this rank's shard (FSDP2). Writes
 what it saw to the JSON file named by argv[1]."""
 
+import gc
 import json
 import sys
 
@@ -210,7 +211,7 @@ def one_setup(kind: str, width: int, rank: int) -> dict:
 
 
 def main() -> None:
-    # The models are locals of one_setup(), freed before the process group is destroyed
+    # The models are locals of one_setup() and grad_nan(), freed before the process group is destroyed
     # (dist_worker.py says why).
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -223,6 +224,7 @@ def main() -> None:
     finally:
         with open(sys.argv[1], "w") as out:
             json.dump(result, out)
+        gc.collect()  # models a stop left in cycles (its traceback's frames) go now, not at teardown
         dist.destroy_process_group()
 
 
