@@ -119,7 +119,7 @@ def _is_flat(param: torch.Tensor) -> bool:
 
 
 def _flat(param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
-    fqns = [_user_fqn(owner, fqn) for fqn in param._fqns]
+    fqns = [user_fqn(owner, fqn) for fqn in param._fqns]
     held = ", ".join(f"{fqn} {list(shape)}" for fqn, shape in zip(fqns, param._shapes))
     grad = param.grad
     # The flat layout: each parameter's numel, with alignment padding between them where
@@ -190,7 +190,7 @@ def _flat_finals(owner: str, flat: torch.Tensor, wrapper: nn.Module | None) -> l
 _PREFIXES = tuple(f"{attr}." for attr in set(WRAPPED_BY.values()) - {"module"})
 
 
-def _user_fqn(owner: str, fqn: str) -> str:
+def user_fqn(owner: str, fqn: str) -> str:
     """A FlatParameter's name for a parameter (relative to the module holding it), as the
     user names it: without wrappers' attributes, from the model's root."""
     parts = [p for p in fqn.split(".") if f"{p}." not in _PREFIXES]

@@ -47,7 +47,11 @@ class ParamGradHooks:
         params = ModelWalk(model).params if params is None else params
         flat = [(f"{owner}._flat_param" if owner else "_flat_param", p) for owner, p in self._kinds.flat]
         for qualified, param in (*params, *flat):
-            if param.requires_grad and not is_lazy(param) and id(param) not in self._hooked:
+            # A non-leaf "parameter" takes no such hook (PyTorch refuses it): FSDP1 with
+            # use_orig_params=True puts views of its FlatParameter in place of the parameters
+            # while a forward or backward runs (a guard starts its next tracer there when it
+            # stops mid-forward). Their gradients reach the FlatParameter, hooked below.
+            if param.requires_grad and param.is_leaf and not is_lazy(param) and id(param) not in self._hooked:
                 self._hooked.add(id(param))
                 if param._post_accumulate_grad_hooks is None:
                     self._had_none.append(param)

@@ -12,7 +12,9 @@ pauses and nothing is drawn. At the first bad value the guard raises NonFiniteEr
 ThresholdError for a bound given) from where it was seen, saying where it was born
 (engine/born.py: the module call, tensor, phase, source line; in backward the autograd
 node), after saving the step's firings so far to a trace file that `hooktui view` opens at
-that firing. With `on_error="debug"` and a terminal, the app opens there first.
+that firing. With `on_error="debug"` and a terminal, the app opens there first. Under
+torch.distributed the error also says its rank and what the bad value is of this rank's
+(guard_ranks.py: a shard, which gradient), read locally.
 
 How steps are told apart: a step ends when its outermost backward ends (or a forward
 under no_grad ends); then the tracer is replaced by a fresh one, so call numbers and
@@ -41,17 +43,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine import hunt, lazy_stats, nodes
+from ..engine import hunt, lazy_stats, nodes, sharded
 from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
 from ..engine.contain import failure_text
+from ..engine.grad_kinds import GradKinds
+from ..engine.model_walk import ModelWalk
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.one_run import claimed
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
-from . import in_app, where
+from . import guard_ranks, in_app, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
@@ -118,8 +122,8 @@ def guard(
 class _StepTracer(Tracer):
     """A Tracer that tells the guard when backward starts and when a step's backward ends."""
 
-    def __init__(self, model: nn.Module, emit, owner: Guard) -> None:
-        super().__init__(model, emit, owner.options, legacy=False, param_grads=True)
+    def __init__(self, model: nn.Module, emit, owner: Guard, walk: ModelWalk | None = None) -> None:
+        super().__init__(model, emit, owner.options, legacy=False, param_grads=True, walk=walk)
         self.owner = owner
         self.depth = 0
 
@@ -157,6 +161,7 @@ class Guard:
         self._active = False
         self._claim = None  # one_run.claimed, held from __enter__ to __exit__
         self._hunting = find_node and any(bp.kind == "nonfinite" for bp in checks)
+        self._cut_short = False  # a stop ended the current step (step_ended)
 
     # -- the with block ----------------------------------------------------------------
     def __enter__(self) -> Guard:
@@ -197,9 +202,9 @@ class Guard:
             claim.__exit__(None, None, None)
 
     # -- steps -------------------------------------------------------------------------
-    def _start_tracer(self) -> None:
+    def _start_tracer(self, walk: ModelWalk | None = None) -> None:
         lazy_stats.start_run()
-        tracer = self._tracer = _StepTracer(self.model, self._emit, self)
+        tracer = self._tracer = _StepTracer(self.model, self._emit, self, walk)
         tracer.hunting = self._hunting
         tracer.defer_hunt = self._deferred
         tracer.install()
@@ -260,12 +265,36 @@ class Guard:
             return
         error = self._checked_step() if self._deferred else None
         had_firings = bool(self.events)
-        self._stop_tracer()
+        # Inside the model's call, or after a stop that cut a step short, FSDP may still hold
+        # its gathered parameters in place of the shards: the next tracer takes the walk of
+        # the model as this one found it (its shards, its names), not a walk made now.
+        keep = self._tracer.walk if self._tracer is not None and (self.root_depth or self._cut_short) else None
+        self._cut_short = False
+        self._restart(keep)
         if had_firings:
             self.step += 1
-        self._start_tracer()
         if error is not None:
             raise error
+
+    def _restart(self, walk: ModelWalk | None = None) -> None:
+        """The next step's tracer in place of this one's. This runs inside the model's call
+        (a stop mid-forward, a backward's end), where FSDP may have put views in place of
+        the parameters: a failure of hooktui's here is said and contained (the step goes on,
+        the guard's own error still comes out), never raised into the user's step. A tracer
+        that could not start is taken off again: the guard checks nothing more."""
+        try:
+            self._stop_tracer()
+        except Exception as exc:
+            self._tracer = None
+            self._failed("ending a step", exc)
+        try:
+            self._start_tracer(walk)
+        except Exception as exc:
+            self._failed("starting the next step (it checks nothing more in this with block)", exc)
+            try:
+                self._stop_tracer()
+            except Exception:  # said above; what is left of it can only be dropped
+                self._tracer = None
 
     def _root_pre(self, module: nn.Module, args: tuple) -> None:
         if self.root_depth == 0 and self._hunting and self._lines is None and torch.is_grad_enabled():
@@ -355,17 +384,23 @@ class Guard:
         """The error for the first bad firing, its step's firings saved to a trace file."""
         events = self.events
         step = self.step
+        self._cut_short = True  # the step ends by this error, wherever FSDP is in it
         try:
             born = where_born(events, bp)
         except Exception as exc:  # the bad value is what matters: said without where it was born
             born = None
             event.notes = [*event.notes, f"hooktui could not work out where the bad value was born: {failure_text(exc)}"]
-        message = _message(step, event, bp, reason, born)
+        rank = sharded.this_rank()
+        ranked = self._on_this_rank(event, bp) if rank is not None else []
+        message = _message(step, event, bp, reason, born, rank, ranked)
         if born is not None:
             # A new list: records without notes share one frozen empty list (records.NO_NOTES).
             event.notes = [*event.notes, "hooktui.guard stopped here. Where it was born: " + " ".join(born.lines)]
+        if ranked:
+            event.notes = [*event.notes, f"On rank {rank[0]} of {rank[1]}: " + " ".join(ranked)]
+        on = "" if rank is None else f", rank {rank[0]} of {rank[1]}"
         info = TraceInfo(
-            model=f"{type(self.model).__name__} (hooktui.guard at {self.call_site}, step {step})",
+            model=f"{type(self.model).__name__} (hooktui.guard at {self.call_site}, step {step}{on})",
             modules=describe_modules(self.model),
             loss="the loss your loop computed",
             device=next((str(p.device) for p in self.model.parameters()), "cpu"),
@@ -387,6 +422,15 @@ class Guard:
             return quit
         return error
 
+    def _on_this_rank(self, event: Event, bp: Breakpoint) -> list[str]:
+        """Under torch.distributed: what the bad value is of this rank's (guard_ranks.py)."""
+        tracer = self._tracer
+        try:
+            walk = tracer.walk if tracer is not None else ModelWalk(self.model)
+            return guard_ranks.lines(event, bp, walk.params, GradKinds(walk.modules).flat)
+        except Exception as exc:  # the bad value is what matters: said without this rank's part
+            return [f"hooktui could not work out this rank's part: {failure_text(exc)}"]
+
     def _maybe_open_app(self, info: TraceInfo, events: list[Event]) -> bool:
         on_error = self.on_error or ("debug" if where.under_hooktui_run else "raise")
         if on_error != "debug" or not where.opens_app():
@@ -397,15 +441,19 @@ class Guard:
         return True
 
 
-def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None) -> str:
+def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None,
+             rank: tuple[int, int] | None = None, ranked: list[str] | None = None) -> str:
     module = event.module or "(root)"
     phase = "" if event.hook.startswith(event.phase) else f" in {event.phase}"
-    head = (f"hooktui.guard: step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
+    on = "" if rank is None else f"rank {rank[0]} of {rank[1]}, "
+    head = (f"hooktui.guard: {on}step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
             f"({event.module_type}) call {event.call}): {reason}")
-    if born is None:
-        return head
-    lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
-    return head + "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
+    if born is not None:
+        lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
+        head += "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
+    if ranked:
+        head += f"\nOn rank {rank[0]} of {rank[1]}:\n" + "\n".join("  " + line for line in ranked)
+    return head
 
 
 # born.py's advice for the app; in the guard, find_node=True is what shows the node.
