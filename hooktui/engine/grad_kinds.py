@@ -154,7 +154,7 @@ def _flat_finals(owner: str, flat: torch.Tensor, wrapper: nn.Module | None) -> l
         # Under no_sync(): no reduction in this backward; .grad holds this rank's unsharded
         # gradient, as param_grad showed it.
         return []
-    names = [_user_fqn(owner, fqn) for fqn in flat._fqns]
+    names = [user_fqn(owner, fqn) for fqn in flat._fqns]
     whole = all(info.in_shard and info.numel_in_shard == numel for info, numel in zip(infos, flat._numels))
     world = _world(wrapper)
     strategy = getattr(getattr(wrapper, "sharding_strategy", None), "name", None)
