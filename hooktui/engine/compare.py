@@ -37,6 +37,9 @@ from .records import Event, TensorRecord
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 
+# A firing's alignment key: (phase, hook, module, call, rank among the same).
+Key = tuple[str, str, str, int, int]
+
 # Statistics compared, and whether each is a size (scaled by itself) or a position
 # (scaled by the tensor's magnitude).
 STATS = (("min", "position"), ("max", "position"), ("mean", "position"), ("std", "size"), ("absmax", "size"), ("norm", "size"))
@@ -73,7 +76,7 @@ class FiringDiff:
     """A firing of A and its twin in B (positions in each run's list of firings; None
     when the firing is in one run only)."""
 
-    key: tuple[str, str, str, int, int]
+    key: Key
     a: int | None
     b: int | None
     tensors: list[TensorDiff] = field(default_factory=list)
@@ -159,7 +162,7 @@ class Comparison:
         return list(out.values())
 
 
-def keys(events: Sequence[Event]) -> list[tuple[str, str, str, int, int]]:
+def keys(events: Sequence[Event]) -> list[Key]:
     """Each firing's alignment key: (phase, hook, module, call, rank among the same)."""
     seen: Counter = Counter()
     out = []
