@@ -4,7 +4,8 @@ Three trace files or more, one per rank: engine/compare_ranks.py compares every 
 every firing; this prints the first firing where they do not all agree, which runs parted
 from the majority there (and the numbers, against one run of the majority), and for each
 run the first firing where it is an outlier. `--json` prints the same facts as one object.
-Runs are called by their rank when every header has a different one, else A, B, C...
+Runs are called by their rank, in rank order, when every header has a different one; else
+A, B, C... in the order given.
 Every string from a file is shown through hooktui/visible.py.
 """
 
@@ -25,8 +26,11 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def run_ranks(paths: Sequence[str], traces: Sequence[LoadedTrace], tolerance: Tolerance, as_json: bool) -> int:
-    result = compare_runs([t.events for t in traces], tolerance)
     names = run_names(traces)
+    if names[0].startswith("rank "):  # in rank order (a shell's glob sorts by pid)
+        order = sorted(range(len(traces)), key=lambda i: traces[i].info.rank)
+        paths, traces, names = [paths[i] for i in order], [traces[i] for i in order], [names[i] for i in order]
+    result = compare_runs([t.events for t in traces], tolerance)
     if as_json:
         sys.stdout.write(json.dumps(ranks_json(result, paths, traces, names)) + "\n")
     else:

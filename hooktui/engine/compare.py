@@ -4,7 +4,7 @@ Pure records in, plain results out (no torch, no Textual): `hooktui diff` prints
 `hooktui view A --against B` shows them beside each tensor.
 
 Alignment. A firing is known by (phase, hook, module, call) and, for kinds that fire more
-than once per call (a parameter's `param_grad`, the model's own hooks), by its rank among
+than once per call (a parameter's `param_grad`, the model's own hooks), by its place among
 those: the k-th `param_grad` of `fc1` call 0 in A meets the k-th in B. Firing numbers may
 differ between the runs (one recorded legacy firings, one failed early); a firing found in
 one run only is a difference.
@@ -37,7 +37,7 @@ from .records import Event, TensorRecord
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 
-# A firing's alignment key: (phase, hook, module, call, rank among the same).
+# A firing's alignment key: (phase, hook, module, call, place among the same).
 Key = tuple[str, str, str, int, int]
 
 # Statistics compared, and whether each is a size (scaled by itself) or a position
@@ -163,7 +163,7 @@ class Comparison:
 
 
 def keys(events: Sequence[Event]) -> list[Key]:
-    """Each firing's alignment key: (phase, hook, module, call, rank among the same)."""
+    """Each firing's alignment key: (phase, hook, module, call, place among the same)."""
     seen: Counter = Counter()
     out = []
     for event in events:

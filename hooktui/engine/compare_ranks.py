@@ -1,7 +1,7 @@
 """Several runs side by side (one per rank): which one parted from the others first?
 
 Pure records in, plain results out, as compare.py, whose alignment and tolerance this
-uses: firings are matched by (phase, hook, module, call, rank among the same), and two
+uses: firings are matched by (phase, hook, module, call, place among the same), and two
 runs agree at a firing when each has it and every tensor is within the tolerance (or
 neither has it). Every pair of runs is compared at every firing.
 

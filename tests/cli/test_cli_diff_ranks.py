@@ -103,6 +103,14 @@ def test_three_ranks_say_which_rank_diverged_first(ranks, capsys):
     assert [r["first_parts_at"] for r in report["runs"]] == [None, None, ranks["index"]]
 
 
+def test_rank_files_given_in_any_order_are_reported_in_rank_order(ranks, capsys):
+    """A shell's glob sorts hooktui-<pid>-<n>-rank<r>.jsonl by pid, not by rank."""
+    code, out, _ = diff(capsys, *reversed(ranks["files"]))
+    lines = out.splitlines()
+    assert code == 1 and [line.split(":")[0] for line in lines[1:4]] == ["  rank 0", "  rank 1", "  rank 2"]
+    assert "rank 2 diverged first, at:" in lines and "  ranks 0, 1 agree there; rank 2 against rank 0:" in lines
+
+
 def test_ranks_that_agree_exit_0(ranks, capsys):
     code, out, _ = diff(capsys, *ranks["same"])
     assert code == 0
