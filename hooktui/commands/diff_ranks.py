@@ -72,13 +72,15 @@ def name_list(runs: Sequence[int], names: Sequence[str]) -> str:
 
 
 def pair_of(firing: RankFiring) -> tuple[int, int]:
-    """(a run that parted, a run it parted from) at `firing`: an outlier against the first
-    run of the majority, or without a majority, the first run of the second group against
-    the first."""
-    if firing.outliers:
-        return firing.outliers[0], firing.majority[0]
-    groups = firing.groups()
-    return groups[1][0], groups[0][0]
+    """(a run that parted, a run it disagrees with) at `firing`: the first outlier against
+    the first run of the majority it disagrees with; without a majority, the first pair of
+    runs that disagree (the later against the earlier)."""
+    for run in firing.outliers:
+        other = next((m for m in firing.majority if firing.disagrees(run, m)), None)
+        if other is not None:
+            return run, other
+    first, second = min(firing.differ)
+    return second, first
 
 
 def _number(result: RankComparison, firing: RankFiring, run: int) -> str:
@@ -108,8 +110,14 @@ def ranks_report(result: RankComparison, paths: Sequence[str], traces: Sequence[
         who = name_list(first.outliers, names)
         lines.append(f"{who} diverged first, at:")
         lines.append(f"  {label}")
-        lines.append(f"  {name_list(first.majority, names)} agree{'s' if len(first.majority) == 1 else ''} there; "
-                     f"{names[run]} against {names[other]}:")
+        majority = name_list(first.majority, names)
+        if len(first.majority) == 1:
+            agree = f"{majority} is the rest"
+        elif first.all_agree(first.majority):
+            agree = f"{majority} agree there"
+        else:  # within the tolerance of most, not of each other (a tolerance is no equivalence)
+            agree = f"{majority} are the majority there"
+        lines.append(f"  {agree}; {names[run]} against {names[other]}:")
     else:
         lines.append("the runs part with no majority, at:")
         lines.append(f"  {label}")

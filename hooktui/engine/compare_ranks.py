@@ -54,6 +54,9 @@ class RankFiring:
         out = [i for i, n in enumerate(counts) if 2 * n > self.runs - 1]
         return out if len(out) < self.runs else []
 
+    def all_agree(self, runs: Sequence[int]) -> bool:
+        return not any(self.disagrees(i, j) for i, j in combinations(runs, 2))
+
     @property
     def majority(self) -> list[int]:
         """The runs the outliers parted from; empty where there is none."""
@@ -61,11 +64,11 @@ class RankFiring:
         return [i for i in range(self.runs) if i not in outliers] if outliers else []
 
     def groups(self) -> list[list[int]]:
-        """The runs in groups that agree (each run joins the first group whose first run it
-        agrees with): how a split without a majority falls."""
+        """The runs in groups whose runs all agree with each other (each run joins the first
+        group it agrees with throughout): how a split without a majority falls."""
         out: list[list[int]] = []
         for i in range(self.runs):
-            group = next((g for g in out if not self.disagrees(g[0], i)), None)
+            group = next((g for g in out if not any(self.disagrees(j, i) for j in g)), None)
             if group is None:
                 out.append([i])
             else:

@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from hooktui.cli import main
-from hooktui.commands.diff_ranks import name_list
+from hooktui.commands.diff_ranks import name_list, pair_of
+from hooktui.engine.compare_ranks import RankFiring
 from hooktui.engine.session import record
 from hooktui.engine.trace_file import read_trace, write_trace
 
@@ -194,3 +195,17 @@ def test_many_ranks_are_named_in_ranges():
     assert name_list([2], names) == "rank 2"
     assert name_list([0, 1, 2, 3, 5, 7, 8, 9], names) == "ranks 0-3, 5, 7-9"
     assert name_list([0, 2], ["A", "B", "C"]) == "A, C"
+
+
+def test_the_runs_shown_against_each_other_disagree():
+    """A tolerance is no equivalence: 0 may agree with 1 and with 2 while 1 and 2 disagree.
+    No run is then an outlier; the pair shown is one that disagrees, and the groups are
+    runs that all agree with each other."""
+    firing = RankFiring(("forward", "forward", "fc", 0, 0), {0: 0, 1: 0, 2: 0}, frozenset({(1, 2)}), 3)
+    assert firing.outliers == [] and firing.groups() == [[0, 1], [2]]
+    assert pair_of(firing) == (2, 1)
+    # Five runs, 3 and 4 parted: each is shown against a run of the majority it disagrees with.
+    differ = frozenset({(0, 3), (1, 3), (2, 3), (0, 4), (2, 4), (3, 4)})
+    firing = RankFiring(("forward", "forward", "fc", 0, 0), dict.fromkeys(range(5), 0), differ, 5)
+    assert firing.outliers == [3, 4] and firing.majority == [0, 1, 2]
+    assert pair_of(firing) == (3, 0)
