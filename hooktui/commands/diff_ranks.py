@@ -133,7 +133,7 @@ def ranks_report(result: RankComparison, paths: Sequence[str], traces: Sequence[
         lines.append(f"    {present} has this firing, {missing} has not")
     else:
         lines += ["  " + line for line in tensor_lines(pair, (names[run], names[other]))]
-    lines += ["", f"where each run parts from the majority ({result.differing} of {len(result.firings)} firings differ between runs):"]
+    lines += ["", f"when each run parts from the majority ({result.differing} of {len(result.firings)} firings differ):"]
     for i, name in enumerate(names):
         parted = result.parted(i)
         if parted:
@@ -141,7 +141,7 @@ def ranks_report(result: RankComparison, paths: Sequence[str], traces: Sequence[
         else:
             where = "never"
         lines.append(f"  {name:{width}}  {where}")
-    lines += ["", f"{names[run]} against {names[other]}, module by module: hooktui diff {shell(paths[other])} {shell(paths[run])}"]
+    lines += ["", f"{names[run]} against {names[other]}, module by module:", f"  hooktui diff {shell(paths[other])} {shell(paths[run])}"]
     return "\n".join(lines)
 
 

@@ -87,8 +87,9 @@ def test_three_ranks_say_which_rank_diverged_first(ranks, capsys):
     assert lines[at + 1] == f"  #{ranks['index']} forward forward fc2 call 0 (Linear)"
     assert lines[at + 2] == "  ranks 0, 1 agree there; rank 2 against rank 0:"
     assert lines[at + 3].startswith("    output: ") and "relative difference" in lines[at + 3]
-    assert all(len(line) <= 80 for line in lines if not line.startswith(("  rank ", "rank 2 against")))  # paths aside
-    table = lines[lines.index(next(line for line in lines if line.startswith("where each run parts"))) + 1:]
+    assert all(len(line) <= 80 for line in lines if not line.startswith(("  rank ", "  hooktui diff")))  # paths aside
+    assert lines[-2:] == ["rank 2 against rank 0, module by module:", f"  hooktui diff {ranks['files'][0]} {ranks['files'][2]}"]
+    table = lines[lines.index(next(line for line in lines if line.startswith("when each run parts"))) + 1:]
     assert table[:2] == ["  rank 0  never", "  rank 1  never"]
     assert table[2].startswith(f"  rank 2  first at #{ranks['index']} (")
 
