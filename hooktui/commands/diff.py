@@ -93,17 +93,16 @@ def rel_text(rel: float | None) -> str:
     return "-" if rel is None else "inf" if math.isinf(rel) else f"{rel:.2e}"
 
 
-def firing_report(result: Comparison, firing: FiringDiff, names: tuple[str, str] = ("A", "B")) -> list[str]:
-    """What differs in one firing, a line per tensor that differs (the runs called `names`)."""
-    a, b = names
+def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
+    """What differs in one firing, a line per tensor that differs."""
     if firing.b is None:
-        return [f"{firing_label(result.a, firing.a)}: only in {a} ({b} has no such firing)"]
+        return [f"{firing_label(result.a, firing.a)}: only in A (B has no such firing)"]
     if firing.a is None:
-        return [f"{firing_label(result.b, firing.b)}: only in {b} ({a} has no such firing)"]
+        return [f"{firing_label(result.b, firing.b)}: only in B (A has no such firing)"]
     head = firing_label(result.a, firing.a)
     if result.b[firing.b].key != result.a[firing.a].key:
-        head += f" ({b} #{result.b[firing.b].number})"
-    return [head, *tensor_lines(firing, names)]
+        head += f" (B #{result.b[firing.b].number})"
+    return [head, *tensor_lines(firing)]
 
 
 def side_reason(reason: str, names: tuple[str, str]) -> str:

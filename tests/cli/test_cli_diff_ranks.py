@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from hooktui.cli import main
+from hooktui.commands.diff import side_reason
 from hooktui.commands.diff_ranks import name_list, pair_of
 from hooktui.engine.compare_ranks import RankFiring
 from hooktui.engine.session import record
@@ -196,6 +197,10 @@ def test_many_ranks_are_named_in_ranges():
     assert name_list([2], names) == "rank 2"
     assert name_list([0, 1, 2, 3, 5, 7, 8, 9], names) == "ranks 0-3, 5, 7-9"
     assert name_list([0, 2], ["A", "B", "C"]) == "A, C"
+    # compare.py's reasons name its sides A and B: said with the runs' names.
+    assert side_reason("only in A", ("rank 2", "rank 0")) == "only in rank 2"
+    assert side_reason("None in B", ("rank 2", "rank 0")) == "None in rank 0"
+    assert side_reason("NaN count 0 vs 1", ("rank 2", "rank 0")) == "NaN count 0 vs 1"
 
 
 def test_the_runs_shown_against_each_other_disagree():
