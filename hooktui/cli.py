@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="hooktui",
         description="Step through every PyTorch hook firing of a model, forward then backward.",
         epilog="commands: `hooktui [open] MODEL` (the debugger, the default), `hooktui trace MODEL`, "
-        "`hooktui view TRACE.jsonl [--against OTHER.jsonl]`, `hooktui diff A.jsonl B.jsonl`, "
+        "`hooktui view TRACE.jsonl [--against OTHER.jsonl]`, `hooktui diff A.jsonl B.jsonl [C.jsonl ...]`, "
         "`hooktui serve MODEL` (needs `pip install 'hooktui[web]'`), `hooktui run SCRIPT.py [ARGS...]` (your script, "
         "with hooktui.debug / hooktui.guard opening the app). MODEL is a .py file defining `model`/`build_model()` and "
         "`inputs`/`example_inputs()`, or package.module:attribute with --input-shape. "
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("command", nargs="?", choices=COMMANDS, default="open", help=argparse.SUPPRESS)
     parser.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or (view, diff) a trace file")
-    parser.add_argument("other", nargs="?", metavar="B", help="diff: the second trace file")
+    parser.add_argument("other", nargs="*", metavar="B", help="diff: the other trace files (one per rank: hooktui diff hooktui-*-rank*.jsonl)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="seed for torch before the model is built (default 0)")
     parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
@@ -169,8 +169,8 @@ def _main(argv: list[str] | None, supervised: bool) -> int:
     parser = _parser()
     args = parser.parse_intermixed_args(argv)
     args.argv = argv  # as given (serve passes it on to the app it runs)
-    if args.other is not None and args.command != "diff":
-        parser.error(f"unexpected argument {args.other!r} (only diff takes two files)")
+    if args.other and args.command != "diff":
+        parser.error(f"unexpected argument {args.other[0]!r} (only diff takes several files)")
     if args.against is not None and args.command not in ("view", "serve"):
         parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
     if args.command in ("view", "diff"):

@@ -3,8 +3,10 @@
 Both files are read as untrusted trace files (engine/trace_file.py); the alignment and the
 comparison are engine/compare.py's. Prints the first firing whose tensors differ beyond the
 tolerance and, per module, the largest relative difference; `--json` prints one JSON
-object instead. Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input.
-Every string from a record is shown through hooktui/visible.py.
+object instead. Each side is labelled with its rank when its header has one. Three files
+or more (one per rank) are diff_ranks.py's: which rank parted from the others first.
+Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input. Every string from
+a record is shown through hooktui/visible.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 
 from ..errors import UserError
 from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
-from ..engine.records import Event
+from ..engine.records import Event, TraceInfo
 from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
 
@@ -43,17 +45,37 @@ def tolerance(args) -> Tolerance:
 
 
 def run_diff(args) -> int:
-    if not args.target or not args.other:
-        raise UserError("diff needs two trace files: hooktui diff A.jsonl B.jsonl")
+    paths = [args.target, *(args.other or ())] if args.target else []
+    if len(paths) < 2:
+        raise UserError("diff needs two trace files or more (one per rank): hooktui diff A.jsonl B.jsonl [C.jsonl ...]")
     tol = tolerance(args)
-    a, b = read(args.target), read(args.other)
+    traces = [read(path) for path in paths]
+    if len(paths) > 2:
+        from .diff_ranks import run_ranks
+
+        return run_ranks(paths, traces, tol, args.json)
+    a, b = traces
     result = compare(a.events, b.events, tol)
+    sides = [(paths[0], a.info), (paths[1], b.info)]
     out = sys.stdout
     if args.json:
-        out.write(json.dumps(as_json(result, args.target, args.other)) + "\n")
+        out.write(json.dumps(as_json(result, *sides)) + "\n")
     else:
-        out.write(report(result, args.target, args.other) + "\n")
+        out.write(report(result, *sides) + "\n")
     return EXIT_AGREE if result.agree else EXIT_DIFFER
+
+
+def side_label(path: str, info: TraceInfo, firings: int) -> str:
+    """ "r0.jsonl (rank 0 of 2, 24 firings)": the file, and its rank when its header has one."""
+    rank = info.rank_text()
+    return f"{visible(path)} ({rank + ', ' if rank else ''}{firings} firings)"
+
+
+def parting(info_a: TraceInfo, info_b: TraceInfo) -> str:
+    """ ", where rank 0 and rank 1 part" when both ranks are known (and not the same)."""
+    if info_a.rank is None or info_b.rank is None or info_a.rank == info_b.rank:
+        return ""
+    return f", where rank {info_a.rank} and rank {info_b.rank} part"
 
 
 # -- text ---------------------------------------------------------------------------------
@@ -80,13 +102,26 @@ def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
     head = firing_label(result.a, firing.a)
     if result.b[firing.b].key != result.a[firing.a].key:
         head += f" (B #{result.b[firing.b].number})"
-    lines = [head]
+    return [head, *tensor_lines(firing)]
+
+
+def side_reason(reason: str, names: tuple[str, str]) -> str:
+    """compare.py's "only in A", "None in B", with the runs' own names."""
+    for letter, name in zip(("A", "B"), names, strict=True):
+        if reason.endswith(f" in {letter}"):
+            return reason[: -len(letter)] + name
+    return reason
+
+
+def tensor_lines(firing: FiringDiff, names: tuple[str, str] = ("A", "B")) -> list[str]:
+    """A line per tensor of `firing` that differs: what, A's number vs B's, by how much."""
+    lines = []
     for tensor in firing.tensors:
         if not tensor.differs:
             continue
         name = visible(tensor.name)
         if tensor.reason:
-            line = f"  {name}: {tensor.reason}"
+            line = f"  {name}: {side_reason(tensor.reason, names)}"
             if tensor.what:
                 line += f"; {tensor.what} {value_text(tensor.a)} vs {value_text(tensor.b)}"
         else:
@@ -97,11 +132,11 @@ def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
     return lines
 
 
-def report(result: Comparison, path_a: str, path_b: str) -> str:
+def report(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str, TraceInfo]) -> str:
     tol = result.tolerance
     lines = [
-        f"A: {visible(path_a)} ({len(result.a)} firings)",
-        f"B: {visible(path_b)} ({len(result.b)} firings)",
+        f"A: {side_label(side_a[0], side_a[1], len(result.a))}",
+        f"B: {side_label(side_b[0], side_b[1], len(result.b))}",
         f"{result.aligned} firings aligned by phase, hook, module and call; "
         f"{result.only_in('a')} only in A, {result.only_in('b')} only in B",
         f"a number differs when |a - b| > atol + rtol * scale (rtol {tol.rtol:g}, atol {tol.atol:g})",
@@ -115,7 +150,7 @@ def report(result: Comparison, path_a: str, path_b: str) -> str:
     if first is None:
         lines.append("the runs agree: every tensor of every firing within the tolerance")
     else:
-        lines.append(f"first difference ({result.differing} of {len(result.firings)} firings differ):")
+        lines.append(f"first difference{parting(side_a[1], side_b[1])} ({result.differing} of {len(result.firings)} firings differ):")
         lines += ["  " + line for line in firing_report(result, first)]
     modules = result.modules()
     if modules:
@@ -146,26 +181,35 @@ def firing_json(result: Comparison, firing: FiringDiff) -> dict:
         "module": module,
         "call": call,
         "rel": _number(firing.rel),
-        "tensors": [
-            {"name": t.name, "differs": t.differs, "rel": _number(t.rel), "what": t.what, "a": _number(t.a), "b": _number(t.b), "reason": t.reason}
-            for t in firing.tensors
-            if t.differs
-        ],
+        "tensors": tensors_json(firing),
     }
     if firing.a is None or firing.b is None:
         out["only_in"] = "A" if firing.b is None else "B"
     return out
 
 
-def as_json(result: Comparison, path_a: str, path_b: str) -> dict:
+def tensors_json(firing: FiringDiff) -> list[dict]:
+    """The tensors of `firing` that differ: `a` and `b` are the two runs' numbers."""
+    return [
+        {"name": t.name, "differs": t.differs, "rel": _number(t.rel), "what": t.what, "a": _number(t.a), "b": _number(t.b), "reason": t.reason}
+        for t in firing.tensors
+        if t.differs
+    ]
+
+
+def side_json(path: str, info: TraceInfo, firings: int) -> dict:
+    return {"path": path, "rank": info.rank, "world_size": info.world_size, "firings": firings}
+
+
+def as_json(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str, TraceInfo]) -> dict:
     first = result.first_difference
     with_values, numeric = result.values_coverage()
     return {
         "agree": result.agree,
         "rtol": result.tolerance.rtol,
         "atol": result.tolerance.atol,
-        "a": {"path": path_a, "firings": len(result.a)},
-        "b": {"path": path_b, "firings": len(result.b)},
+        "a": side_json(*side_a, len(result.a)),
+        "b": side_json(*side_b, len(result.b)),
         "aligned": result.aligned,
         "only_in_a": result.only_in("a"),
         "only_in_b": result.only_in("b"),

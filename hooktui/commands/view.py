@@ -26,7 +26,8 @@ def run_view(args) -> int:
         from .diff import read, tolerance
 
         other = read(args.against)
-        against = Against(visible(args.against), compare(trace.events, other.events, tolerance(args)))
+        ranks = (trace.info.rank, other.info.rank)
+        against = Against(visible(args.against), compare(trace.events, other.events, tolerance(args)), ranks)
     from ..ui.app import HooktuiApp
     from ..ui.process import run_app
     from .terminal import require_terminal

@@ -4,7 +4,7 @@ Pure records in, plain results out (no torch, no Textual): `hooktui diff` prints
 `hooktui view A --against B` shows them beside each tensor.
 
 Alignment. A firing is known by (phase, hook, module, call) and, for kinds that fire more
-than once per call (a parameter's `param_grad`, the model's own hooks), by its rank among
+than once per call (a parameter's `param_grad`, the model's own hooks), by its place among
 those: the k-th `param_grad` of `fc1` call 0 in A meets the k-th in B. Firing numbers may
 differ between the runs (one recorded legacy firings, one failed early); a firing found in
 one run only is a difference.
@@ -36,6 +36,9 @@ from .records import Event, TensorRecord
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
+
+# A firing's alignment key: (phase, hook, module, call, place among the same).
+Key = tuple[str, str, str, int, int]
 
 # Statistics compared, and whether each is a size (scaled by itself) or a position
 # (scaled by the tensor's magnitude).
@@ -73,7 +76,7 @@ class FiringDiff:
     """A firing of A and its twin in B (positions in each run's list of firings; None
     when the firing is in one run only)."""
 
-    key: tuple[str, str, str, int, int]
+    key: Key
     a: int | None
     b: int | None
     tensors: list[TensorDiff] = field(default_factory=list)
@@ -159,8 +162,8 @@ class Comparison:
         return list(out.values())
 
 
-def keys(events: Sequence[Event]) -> list[tuple[str, str, str, int, int]]:
-    """Each firing's alignment key: (phase, hook, module, call, rank among the same)."""
+def keys(events: Sequence[Event]) -> list[Key]:
+    """Each firing's alignment key: (phase, hook, module, call, place among the same)."""
     seen: Counter = Counter()
     out = []
     for event in events:

@@ -336,9 +336,23 @@ class TraceInfo:
     # The firing (index) a run stopped at, e.g. hooktui.guard's first bad value: a recorded
     # trace opens there.
     stopped_at: int | None = None
+    # The process's rank and the world size when the run was distributed (engine/ranks.py);
+    # None otherwise, and in files written before they were recorded.
+    rank: int | None = None
+    world_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for name in ("rank", "world_size"):
+            if data[name] is None:
+                del data[name]  # a single process's header is what it was before ranks were recorded
+        return data
+
+    def rank_text(self) -> str | None:
+        """ "rank 0 of 2", "rank 3" (no world size known), or None (not distributed)."""
+        if self.rank is None:
+            return None
+        return f"rank {self.rank}" + ("" if self.world_size is None else f" of {self.world_size}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TraceInfo:

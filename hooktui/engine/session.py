@@ -33,6 +33,7 @@ from .gate import MODEL_ERRORS, Gate, QuitRequested
 from .inputs import default_loss, split_inputs
 from .model_walk import ModelWalk
 from .preserve import preserved_model_state
+from .ranks import ranked
 from .records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from .source import RUNNER_FUNCTION
 from .thread_state import ThreadState
@@ -163,6 +164,7 @@ class Session:
                 loss=loss_text,
                 device=device,
                 torch_version=torch.__version__,
+                **ranked(),
             )
         )
         if not keep_events:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .ranks import RANK_MAX
 from .records import PHASES, ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from .source_lines import lines_near
 from .user_hook_records import KIND_TEXT, UserHookCall, UserHookInfo
@@ -349,6 +350,8 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "device": NAME,
         "torch_version": NAME,
         "stopped_at": optional(COUNT),
+        "rank": optional(integer(0, RANK_MAX)),
+        "world_size": optional(integer(1, RANK_MAX)),
     },
 }
 
@@ -371,8 +374,18 @@ def _values_fit(tensor: TensorRecord) -> None:
         raise _Invalid(f"values_shape {tensor.values_shape} is not a leading block of shape {shape}", ".values_shape")
 
 
+def _rank_fits(info: TraceInfo) -> None:
+    """A world size comes with a rank, and every rank is below it."""
+    if info.world_size is None:
+        return
+    if info.rank is None:
+        raise _Invalid("world_size without a rank", ".world_size")
+    if info.rank >= info.world_size:
+        raise _Invalid(f"rank {info.rank} of a world of {info.world_size}: ranks run from 0 to {info.world_size - 1}", ".rank")
+
+
 # Checks across the fields of one record, after each field passed its own.
-AFTER: dict[type, Callable[[Any], None]] = {TensorRecord: _values_fit}
+AFTER: dict[type, Callable[[Any], None]] = {TensorRecord: _values_fit, TraceInfo: _rank_fits}
 
 
 def build(cls: type, data: Any) -> Any:

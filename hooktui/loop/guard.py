@@ -52,6 +52,7 @@ from ..engine.model_walk import ModelWalk
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.one_run import claimed
+from ..engine.ranks import ranked
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
@@ -406,6 +407,7 @@ class Guard:
             device=next((str(p.device) for p in self.model.parameters()), "cpu"),
             torch_version=torch.__version__,
             stopped_at=event.index,
+            **ranked(),
         )
         path = _save(info, events)
         if path is not None:

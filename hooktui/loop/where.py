@@ -10,27 +10,14 @@ import sys
 import threading
 from pathlib import Path
 
+from ..engine.ranks import env_int as _env_int
+from ..engine.ranks import process_rank
+
 # Set while `hooktui run` runs a script (commands/run.py): guard's default is then to open the app.
 under_hooktui_run = False
 
 _counter = itertools.count(1)
 _counter_lock = threading.Lock()
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r}: expected a whole number (a process rank)") from None
-
-
-def process_rank() -> int | None:
-    """This process's rank under torchrun (RANK, else LOCAL_RANK); None when not launched so."""
-    rank = _env_int("RANK")
-    return rank if rank is not None else _env_int("LOCAL_RANK")
 
 
 def app_rank() -> int:

@@ -2,6 +2,7 @@
 
 engine/compare.py aligns the runs; this looks the result up by A's firing number: the
 twin tensors in B (made visible: B is a trace file too) and how each compares. No Textual.
+When the two files' headers carry ranks, the status line names them ("rank 0 vs rank 1").
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ DIFFERS = "≠"
 
 
 class Against:
-    def __init__(self, label: str, comparison: Comparison) -> None:
+    def __init__(self, label: str, comparison: Comparison, ranks: tuple[int | None, int | None] = (None, None)) -> None:
         self.label = label
         self.comparison = comparison
+        self.ranks = ranks  # A's and B's, from their headers (None: not recorded)
         self._by_index = {comparison.a[f.a].key: f for f in comparison.firings if f.a is not None}
         # Marks by A's position: every firing that differs, and the first divergence.
         self.marks: dict[int, str] = {f.a: DIFFERS for f in comparison.firings if f.a is not None and f.differs}
@@ -31,13 +33,22 @@ class Against:
         if self.first is not None and self.first >= 0:
             self.marks[self.first] = FIRST
 
+    @property
+    def ranks_text(self) -> str:
+        """ "rank 0 vs rank 1" (a run without a rank is A or B); "" when neither has one."""
+        a, b = self.ranks
+        if a is None and b is None:
+            return ""
+        return f"{'A' if a is None else f'rank {a}'} vs {'B' if b is None else f'rank {b}'}"
+
     def summary(self) -> str:
         result = self.comparison
+        label = self.label if self.ranks[1] is None else f"{self.label} (rank {self.ranks[1]})"
         if result.agree:
-            return f"against {self.label}: the runs agree ({result.aligned} firings aligned)"
+            return f"against {label}: the runs agree ({result.aligned} firings aligned)"
         first = result.a[self.first].number if self.first is not None and self.first >= 0 else None
         where = f", first at #{first} (marked {FIRST})" if first is not None else ""
-        return f"against {self.label}: {result.differing} of {len(result.firings)} firings differ{where}"
+        return f"against {label}: {result.differing} of {len(result.firings)} firings differ{where}"
 
     def tensors(self, event: Event) -> dict[str, tuple[TensorRecord | None, TensorDiff]] | None:
         """Tensor name -> (B's tensor, how it compares), for A's firing `event`; None when

@@ -176,6 +176,8 @@ class HooktuiApp(NavigationActions, App):
         self.begin_capture_print(self, stdout=True, stderr=True)
         label = self.info.model
         self.title = f"hooktui: {display_path(label) if label.endswith('.py') else label}"
+        if self.against is not None and self.against.ranks_text:
+            self.title += f" ({self.against.ranks_text})"
         known = self.source.start(self)
         self.history.extend(known)
         if known:  # a recorded trace opens at its first firing, where its run stopped, or (against another) where they part
@@ -427,6 +429,7 @@ class HooktuiApp(NavigationActions, App):
             stop=self.stops.get(history.current.key) if history.current is not None else None,
             break_on_backward=self.source.break_on_backward,
             at_backward_stop=history.current is not None and history.current.key in self.backward_stops,
+            against=self.against.ranks_text if self.against is not None else "",
         )
 
     def _breakpoint_modules(self) -> set[str]:

@@ -260,3 +260,45 @@ def test_a_bad_stopped_record_is_one_message(tmp_path, record, message):
 def test_a_firing_after_the_stopped_record_is_refused(tmp_path):
     with pytest.raises(TraceFileError, match=":3: a firing after"):
         read_trace_file(write(tmp_path, GOOD_EVENT, {"stopped": {"index": 0}}, GOOD_EVENT, header=None))
+
+
+# -- issue 26: the header's rank -------------------------------------------------------------
+def _ranked(**fields):
+    return {**HEADER, "info": {**HEADER["info"], **fields}}
+
+
+def test_a_header_with_a_rank_loads_and_one_without_still_does(tmp_path):
+    loaded = read_trace_file(write(tmp_path, GOOD_EVENT, header=_ranked(rank=2, world_size=3)))
+    assert (loaded.info.rank, loaded.info.world_size) == (2, 3)
+    assert loaded.info.rank_text() == "rank 2 of 3"
+    assert read_trace_file(write(tmp_path, GOOD_EVENT, header=_ranked(rank=5))).info.rank_text() == "rank 5"
+    old = read_trace_file(write(tmp_path, GOOD_EVENT))  # HEADER has neither field: as files written before
+    assert (old.info.rank, old.info.world_size, old.info.rank_text()) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        pytest.param({"rank": "0"}, "header: info.rank: expected an integer from 0 to 2147483647, got the string '0'", id="string"),
+        pytest.param({"rank": -1, "world_size": 2}, "header: info.rank: expected an integer from 0", id="negative"),
+        pytest.param({"rank": True}, "header: info.rank: expected an integer", id="bool"),
+        pytest.param({"rank": 1.0}, "header: info.rank: expected an integer", id="float"),
+        pytest.param({"rank": 2**40}, "header: info.rank: expected an integer from 0 to 2147483647", id="huge"),
+        pytest.param({"rank": 0, "world_size": 0}, "header: info.world_size: expected an integer from 1", id="world-0"),
+        pytest.param({"rank": 3, "world_size": 2}, "header: info.rank: rank 3 of a world of 2: ranks run from 0 to 1", id="rank-beyond"),
+        pytest.param({"world_size": 2}, "header: info.world_size: world_size without a rank", id="world-alone"),
+    ],
+)
+def test_a_bad_rank_in_the_header_is_one_message(tmp_path, fields, message):
+    path = write(tmp_path, GOOD_EVENT, header=_ranked(**fields))
+    with pytest.raises(TraceFileError) as caught:
+        read_trace_file(path)
+    assert str(caught.value).startswith(f"{path}:1: {message}") and "\n" not in str(caught.value), caught.value
+
+
+def test_a_single_process_header_carries_no_rank_fields():
+    """Written as before ranks were recorded, so an older hooktui still reads it."""
+    info = records.TraceInfo(model="m.py", modules=[], loss="sum")
+    assert "rank" not in info.to_dict() and "world_size" not in info.to_dict()
+    ranked = records.TraceInfo(model="m.py", modules=[], loss="sum", rank=1, world_size=2)
+    assert (ranked.to_dict()["rank"], ranked.to_dict()["world_size"]) == (1, 2)

@@ -18,7 +18,9 @@ def test_two_ranks_each_record_and_only_hooktui_rank_opens_the_app(tmp_path):
     for result, err in zip(results, errs):
         name = f"hooktui-{result['pid']}-1-rank{result['rank']}.jsonl"
         assert f"rank {result['rank']}: recorded the step" in err and name in err
-        events = read_trace_file(tmp_path / name).events
+        loaded = read_trace_file(tmp_path / name)
+        assert (loaded.info.rank, loaded.info.world_size) == (result["rank"], 2)  # the header says whose step it is
+        events = loaded.events
         assert {e.hook for e in events} >= {"forward", "backward", "param_grad"}
         # Each param_grad shows this rank's gradient before DDP's all-reduce, and says so.
         grads = [e for e in events if e.hook == "param_grad"]

@@ -3,6 +3,7 @@ differs (≠, the first ≠1st), and shows B's numbers beside each tensor."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from textual.widgets import DataTable
@@ -59,3 +60,25 @@ def test_view_against_opens_at_the_first_divergence():
             assert flagged == ["fc2"]
 
     run(script())
+
+
+def test_view_against_another_rank_names_both_ranks():
+    """Two ranks' files (issue 26): the status line and the title say which ranks are
+    compared; files without ranks say nothing of ranks."""
+    info, a = saved_run()
+    _, b = saved_run()
+
+    async def status_of(against):
+        app = HooktuiApp(recorded=(info, a), against=against, show_timings=False)
+        async with app.run_test(size=(80, 24), notifications=False) as pilot:
+            await pilot.pause()
+            rows = ["".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()]
+            return rows[0], app.title  # the status line is the top row
+
+    status, title = asyncio.run(status_of(Against("b.jsonl", compare(a, b), ranks=(0, 1))))
+    assert "rank 0 vs rank 1" in status and title.endswith("(rank 0 vs rank 1)")
+    status, _ = asyncio.run(status_of(Against("b.jsonl", compare(a, b), ranks=(None, 3))))
+    assert "A vs rank 3" in status
+    status, title = asyncio.run(status_of(Against("b.jsonl", compare(a, b))))
+    assert "rank" not in status and "rank" not in title
+    assert Against("b.jsonl", compare(a, b), ranks=(0, 1)).summary().startswith("against b.jsonl (rank 1): the runs agree")

@@ -42,7 +42,7 @@ EXAMPLES: dict[type, dict] = {
     UserHookCall: {"hook": None, "returned": "replaced", "changes": ["grad_input[0] replaced"], "error": "ValueError: no"},
     ModuleInfo: {"name": "fc", "type": "Linear", "params": {"weight": [1, 3], "bias": [1]}, "raw_name": "module.fc"},
     TraceInfo: {"model": "model_fuzz.py", "modules": [], "loss": "output.sum()", "device": "cpu", "torch_version": "2.13",
-                "stopped_at": 1},
+                "stopped_at": 1, "rank": 1, "world_size": 2},
     Event: {"index": 0, "phase": "forward", "hook": "forward", "module": "fc", "module_type": "Linear", "call": 0,
             "grad_fn": "AddmmBackward0", "tensors": [], "source": None, "node": None, "forward_index": 0, "notes": ["a note"],
             "error": None, "user_hook": None, "sub": 0},
@@ -124,6 +124,8 @@ def _mutate(value, key, rng: random.Random, only: str | None):
                 out["shape"] = list(out["values_shape"])
             elif out["values"] is not None:
                 out["values_shape"] = out["shape"] = [len(out["values"])]
+        if "rank" in out and "world_size" in out:  # a rank below the world size, or the reader refuses the file
+            out["world_size"] = max(out["world_size"], out["rank"] + 1)
         return out
     if isinstance(value, list):
         if key in ("shape", "values_shape", "hist_range") or (value and all(type(v) is int for v in value) and key != "hist"):
@@ -139,6 +141,8 @@ def _mutate(value, key, rng: random.Random, only: str | None):
 def _leaf(value, rng: random.Random, only: str | None, key=None):
     if key == "lineno" and only in (None, "int"):  # at most 10**9 in the schema
         return rng.choice([0, 1, 10**9])
+    if key in ("rank", "world_size") and only in (None, "int"):  # at most 2**31 - 1 in the schema
+        return rng.choice([0, 1, 2**31 - 2]) + (key == "world_size")
     if isinstance(value, bool):
         return not value if only is None else value
     if isinstance(value, str) and only in (None, "str"):

@@ -2,8 +2,9 @@
 
 At any width it shows, in this order, the state, the firing number, the module, the call,
 the hook and NaN/Inf flags; then, as far as they fit whole, the phase, where in the firings,
-the run's time and totals, the module's type, breakpoints and the loss. A part that does not
-fit is left out, never cut in the middle (`loss:` with nothing after it said nothing)."""
+the two ranks compared (`view A --against B` of two ranks' files), the run's time and
+totals, the module's type, breakpoints and the loss. A part that does not fit is left out,
+never cut in the middle (`loss:` with nothing after it said nothing)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class StatusInfo:
     stop: Stop | None = None  # why the run stopped at this firing
     at_backward_stop: bool = False  # B's break stopped the run here
     wall_time: float | None = None  # seconds the model ran, shown once the run is done
+    against: str = ""  # `view A --against B` of two ranks' files: "rank 0 vs rank 1"
 
 
 def status_parts(s: StatusInfo) -> list[Text]:
@@ -66,6 +68,8 @@ def status_parts(s: StatusInfo) -> list[Text]:
         if s.position < s.total - 1:
             position.append(" (history)", "bold yellow")
         parts.append(position)
+        if s.against:
+            parts.append(Text(s.against, "bold magenta"))
     elif s.total == 0:
         parts.append(Text("waiting for the first firing"))
     if s.summary:
