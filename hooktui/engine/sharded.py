@@ -24,16 +24,6 @@ def dtensor_type() -> type | None:
     return None if module is None else getattr(module, "DTensor", None)
 
 
-def this_rank() -> tuple[int, int] | None:
-    """(rank, world size) of this process in torch.distributed's default group, once it has
-    been initialised; None otherwise. Both are read locally: no collective."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is None or not _quiet(dist.is_available) or not _quiet(dist.is_initialized):
-        return None
-    rank, world = _quiet(dist.get_rank), _quiet(dist.get_world_size)
-    return None if rank is None or world is None else (rank, world)
-
-
 def is_dtensor(tensor: Any) -> bool:
     if type(tensor) is torch.Tensor:
         return False  # the common case, decided without a look-up

@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine import hunt, lazy_stats, nodes, sharded
+from ..engine import hunt, lazy_stats, nodes, ranks
 from ..engine.stats import StatsOptions
 from ..engine.born import Born, where_born
 from ..engine.contain import failure_text
@@ -52,7 +52,6 @@ from ..engine.model_walk import ModelWalk
 from ..engine.breakpoints import Breakpoint
 from ..engine.capture import LiveFiring, Tracer
 from ..engine.one_run import claimed
-from ..engine.ranks import ranked
 from ..engine.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.session import describe_modules
 from ..engine.trace_file import write_trace
@@ -391,7 +390,8 @@ class Guard:
         except Exception as exc:  # the bad value is what matters: said without where it was born
             born = None
             event.notes = [*event.notes, f"hooktui could not work out where the bad value was born: {failure_text(exc)}"]
-        rank = sharded.this_rank()
+        number, world = ranks.rank_and_world()
+        rank = None if number is None or world is None else (number, world)
         ranked = self._on_this_rank(event, bp) if rank is not None else []
         message = _message(step, event, bp, reason, born, rank, ranked)
         if born is not None:
@@ -407,7 +407,7 @@ class Guard:
             device=next((str(p.device) for p in self.model.parameters()), "cpu"),
             torch_version=torch.__version__,
             stopped_at=event.index,
-            **ranked(),
+            **ranks.ranked(),
         )
         path = _save(info, events)
         if path is not None:

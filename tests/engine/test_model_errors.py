@@ -231,7 +231,7 @@ class RaisesAfterChild(nn.Module):
         self.child = nn.Linear(3, 3)
 
     def forward(self, x):
-        y = self.child(x)
+        self.child(x)
         raise KeyError("parent failed after child")
 
 
