@@ -3,7 +3,8 @@
 The firing comes from the parameter's post-accumulate-grad hook, which runs as autograd
 writes `.grad`, before the wrapper's own communication:
 - DDP: this rank's gradient, before the all-reduce (DDP writes the average over the ranks
-  into `.grad` when the backward ends; not under `no_sync`).
+  into `.grad` when the backward ends; not when the forward ran under `no_sync`: DDP
+  decides in its forward, `_all_reduces` below).
 - FSDP2 (`fully_shard`): the parameter is a DTensor shard, and the hook runs once the
   reduce-scatter has written this rank's shard of the (averaged) gradient.
 - FSDP1 with flat parameters: one FlatParameter holds several of the user's parameters;
@@ -12,7 +13,7 @@ writes `.grad`, before the wrapper's own communication:
 Checked on torch 2.13, gloo (tests/loop/test_distributed.py, test_fsdp2.py,
 test_wrapper_names.py).
 
-Where that is not the gradient the optimizer uses (DDP outside `no_sync`, FSDP1), the
+Where that is not the gradient the optimizer uses (DDP, its forward outside `no_sync`; FSDP1), the
 step's end shows it: `finals()` lists each parameter's `.grad` once the backward has
 returned, when the wrappers' callbacks queued for its end have run (final_grads.py).
 FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor shard).
@@ -75,8 +76,9 @@ class GradKinds:
         the named parts of a FlatParameter's gradient."""
         ddp = self._ddp.get(id(param))
         if ddp is not None:
-            if not getattr(ddp, "require_backward_grad_sync", True):
-                return ["DDP under no_sync(): this rank's gradient, accumulated locally; no all-reduce in this backward"], []
+            if not _all_reduces(ddp):
+                return [("DDP under no_sync() in the forward (where DDP decides): this rank's gradient, accumulated "
+                         "locally; no all-reduce in this backward")], []
             return [f"DDP: this rank's gradient, before DDP averages it over the {_world(ddp)} "
                     "(.grad holds that average once the backward ends)"], []
         if self._fsdp2 and sharded.is_dtensor(param):
@@ -93,8 +95,8 @@ class GradKinds:
         out = []
         for name, param in params if self._ddp else ():
             ddp = self._ddp.get(id(param))
-            if ddp is None or not param.requires_grad or not getattr(ddp, "require_backward_grad_sync", True):
-                continue  # under no_sync() .grad holds what param_grad showed
+            if ddp is None or not param.requires_grad or not _all_reduces(ddp):
+                continue  # forward under no_sync(): .grad holds what param_grad showed
             made = (f"what your DDP comm hook made of the gradients of the {_world(ddp)}" if getattr(ddp, "_comm_hooks", None)
                     else f"DDP's average over the {_world(ddp)}")
             note = (f"the final .grad after the backward: {made}, what the optimizer uses (the param_grad firing "
@@ -104,6 +106,18 @@ class GradKinds:
         for owner, flat in self.flat:
             out.extend(_flat_finals(owner, flat, self._flat_wrapper.get(id(flat))))
         return out
+
+
+def _all_reduces(ddp: nn.Module) -> bool:
+    """Whether this backward all-reduces DDP's gradients. DDP decides in its forward: its
+    `_post_forward` prepares the reducer for backward only when grad mode is on and it is
+    outside `no_sync()`, and then sets `require_forward_param_sync` (True iff it did). So a
+    forward under `no_sync()` whose backward runs outside it all-reduces nothing, and a
+    forward outside whose backward runs under it does all-reduce; `require_backward_grad_sync`
+    (what `no_sync()` sets) says only where the flag stands now. Read after the forward, as
+    the firings are (torch 2.13, tests/engine/test_final_grads.py)."""
+    done = getattr(ddp, "require_forward_param_sync", None)
+    return bool(done if done is not None else getattr(ddp, "require_backward_grad_sync", True))
 
 
 def _world(ddp: nn.Module | None) -> str:

@@ -6,6 +6,7 @@ none, and trace files keep them (and refuse a corrupted one)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -137,3 +138,46 @@ def test_a_final_grad_that_fails_is_noted_and_the_step_is_plain(one_rank, monkey
     assert failed == [f"hooktui failed in {what} and left out what it would have recorded there: RuntimeError: boom from a test"]
     finals = [t.target for e in trace.events if e.hook == "final_grad" for t in e.tensors]
     assert finals == ([] if where == "finals" else ["0.weight", "2.weight", "2.bias"])
+
+
+@pytest.mark.parametrize("no_sync_around", ["forward", "backward"])
+def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, no_sync_around):
+    """DDP prepares its all-reduce in forward, only outside no_sync(): a forward under
+    no_sync() with its backward outside all-reduces nothing; a forward outside with its
+    backward under no_sync() does. The notes and final_grad firings say what DDP did, which
+    a plain twin's comm hook (called once per bucket it all-reduces) tells."""
+    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
+    buckets = []
+
+    def counted(state, bucket):
+        buckets.append(bucket.index())
+        done = torch.futures.Future()
+        done.set_result(bucket.buffer())
+        return done
+
+    twin.register_comm_hook(None, counted)
+
+    def step(ddp: nn.Module, later: contextlib.ExitStack) -> torch.Tensor:
+        if no_sync_around == "forward":
+            with ddp.no_sync():
+                return ddp(X).sum()  # its backward runs outside
+        out = ddp(X)
+        later.enter_context(ddp.no_sync())  # left once the backward has run
+        return out.sum()
+
+    with contextlib.ExitStack() as later:
+        step(twin, later).backward()
+    reduced = bool(buckets)
+    assert reduced is (no_sync_around == "backward")  # PyTorch's own behaviour, which the test relies on
+    with contextlib.ExitStack() as later:
+        trace = record(model, None, step=lambda: step(model, later))
+    assert trace.error is None
+    notes = [e.notes[0] for e in trace.events if e.hook == "param_grad"]
+    assert len(notes) == 4
+    finals = [e for e in trace.events if e.hook == "final_grad"]
+    if reduced:
+        assert all(n.startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank") for n in notes), notes
+        assert len(finals) == 4
+    else:
+        assert all(n.startswith("DDP under no_sync()") for n in notes), notes
+        assert finals == []
