@@ -8,9 +8,22 @@ guard stops at the same firing (no rank is left waiting in a collective), each s
 rank and whether its own shard holds the NaN; the loop catches the error and goes on
 under the same guard, whose next step stops the same way; the model is left as a plain
 error there leaves the twin. And a NaN in one weight's gradient on every rank: the guard
-names the parameter (inside FSDP1's FlatParameter) and this rank's shard (FSDP2). Writes
-what it saw to the JSON file named by argv[1]."""
+names the parameter (inside FSDP1's FlatParameter) and this rank's shard (FSDP2).
 
+DDP and tensor parallel (ColwiseParallel / RowwiseParallel, every rank the same batch) take
+the same record / guard / debug steps at both widths; a NaN in one rank's weight is not
+tried on them (nothing gathers it: the other rank would wait in DDP's all-reduce, or a TP
+collective, for a rank that stopped). Record's forward outputs and backward grad_output /
+grad_input of the three Linears equal what PyTorch's own register_forward_hook and
+register_full_backward_hook hand a plain twin in its step, value by value and in the same
+order, on every setup (under checkpoint_wrapper PyTorch fires the forward hook of a
+checkpointed module again in the recompute, during backward; hooktui does too). And DDP's
+no_sync() around the forward or around the backward only: what the param_grad and
+final_grad firings say against a twin's .grad and a plain all_reduce. Writes what it saw to
+the JSON file named by argv[1]."""
+
+import contextlib
+import functools
 import gc
 import json
 import sys
@@ -21,19 +34,26 @@ from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     checkpoint_wrapper,
 )
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    RowwiseParallel,
+    parallelize_module,
+)
 from torch.nn import functional as F
 
 import hooktui
 from hooktui.engine.stats import StatsOptions
 
-SETUPS = ("fsdp1", "fsdp1_orig", "fsdp2_ac")
+SHARDED = ("fsdp1", "fsdp1_orig", "fsdp2_ac")  # a NaN in one rank's shard is tried on these
+SETUPS = (*SHARDED, "ddp", "tp")
 # StatsOptions().snapshot_size is 4,096 elements: at width 8 every tensor is at most 64;
 # at 96 the block's [96, 96] weight (9,216; FSDP2's shard of it [48, 96], 4,608; FSDP1's
-# flat gradient of its unit 9,312) is above it.
+# flat gradient of its unit 9,312; TP's RowwiseParallel shard [96, 48], 4,608) is above it.
 WIDTHS = (8, 96)
 BAD = "2.0.weight"  # the parameter whose rank-0 shard is given a NaN
 
@@ -43,8 +63,12 @@ def plain(width: int) -> nn.Module:
     return nn.Sequential(nn.Linear(4, width), nn.Tanh(), nn.Sequential(nn.Linear(width, width), nn.GELU()), nn.Linear(width, 1))
 
 
-def build(kind: str, width: int) -> nn.Module:
+def build(kind: str, width: int, mesh=None) -> nn.Module:
     model = plain(width)
+    if kind == "ddp":
+        return nn.parallel.DistributedDataParallel(model)
+    if kind == "tp":
+        return parallelize_module(model, mesh, {"0": ColwiseParallel(), "2.0": RowwiseParallel()})
     if kind.startswith("fsdp1"):
         return FSDP1(model, auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
                      use_orig_params=kind == "fsdp1_orig")
@@ -134,11 +158,64 @@ def grad_nan(kind: str, rank: int) -> str | None:
     return None
 
 
-def one_setup(kind: str, width: int, rank: int) -> dict:
+LINEARS = ("0", "2.0", "3")  # the model's Linears, by the user's names
+
+
+def plain_firings(model: nn.Module) -> tuple[list, list]:
+    """PyTorch's own forward and full backward hooks on the model's Linears: what they are
+    handed, in order, as a list the caller fills by running a step; and their handles."""
+    seen: list = []
+
+    def forward(name, module, args, output):
+        seen.append(("forward", name, [local(output)]))
+
+    def backward(name, module, grad_input, grad_output):
+        seen.append(("backward", name, [None if g is None else local(g) for g in grad_output],
+                     [None if g is None else local(g) for g in grad_input]))
+
+    handles = []
+    for index, name in enumerate(LINEARS):
+        layer = linear(model, index)
+        handles.append(layer.register_forward_hook(functools.partial(forward, name)))
+        handles.append(layer.register_full_backward_hook(functools.partial(backward, name)))
+    return seen, handles
+
+
+def recorded_firings(trace) -> list:
+    """hooktui's firings of the same Linears, in the shape of plain_firings': a forward's
+    output; a backward's grad_output (its backward_pre firing) and grad_input."""
+    out, pre = [], {}
+    for event in trace.events:
+        if event.module not in LINEARS or not event.module_type.endswith("Linear"):
+            continue
+        if event.hook == "forward":
+            out.append(("forward", event.module, [t for t in event.tensors if t.name == "output"]))
+        elif event.hook == "backward_pre":
+            pre[(event.module, event.call)] = [t for t in event.tensors if t.name.startswith("grad_output")]
+        elif event.hook == "backward":
+            out.append(("backward", event.module, pre.get((event.module, event.call)),
+                        [t for t in event.tensors if t.name.startswith("grad_input")]))
+    return out
+
+
+def same_firings(plain_seen: list, recorded: list) -> bool:
+    """The same firings in the same order, each tensor's values equal bit for bit (a None of
+    PyTorch's: a record of a missing tensor)."""
+    def equal(expected, shown) -> bool:
+        if shown is None or len(expected) != len(shown):
+            return False
+        return all(shown_one.shape is None if one is None else block_of(shown_one, one)
+                   for one, shown_one in zip(expected, shown))
+    return len(plain_seen) == len(recorded) and all(
+        a[:2] == b[:2] and all(equal(x, y) for x, y in zip(a[2:], b[2:])) for a, b in zip(plain_seen, recorded))
+
+
+def one_setup(kind: str, width: int, rank: int, mesh) -> dict:
     out = {}
-    model, twin = build(kind, width), build(kind, width)
-    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(10 + rank))  # each rank its own batch
-    y = torch.randn(4, 1, generator=torch.Generator().manual_seed(20 + rank))
+    model, twin = build(kind, width, mesh), build(kind, width, mesh)
+    batch = 0 if kind == "tp" else rank  # TP: every rank the same batch; else each rank its own
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(10 + batch))
+    y = torch.randn(4, 1, generator=torch.Generator().manual_seed(20 + batch))
     start, hooked = params(model), hooks(model)
 
     trace = hooktui.record(model, x, lambda o: F.mse_loss(o, y))
@@ -148,29 +225,34 @@ def one_setup(kind: str, width: int, rank: int) -> dict:
 
     with hooktui.guard(model, max_grad_norm=1e6):
         F.mse_loss(model(x), y).backward()
-    seen = {}
-    handle = linear(twin, 2).register_forward_hook(lambda m, a, o: seen.__setitem__("out", o.detach().clone()))
+    # The twin's plain step, watched by PyTorch's own module hooks (identities: its .grad
+    # is a plain step's).
+    seen, handles = plain_firings(twin)
     F.mse_loss(twin(x), y).backward()
-    handle.remove()
+    for handle in handles:
+        handle.remove()
     out["guard_grads_equal_plain"] = same(grads(model), grads(twin)) and hooks(model) == hooked
 
     # record's firings, against plain module hooks and gradients.
-    (last,) = [e for e in trace.events if e.hook == "forward" and e.module == "3" and e.module_type.endswith("Linear")]
-    (shown,) = [t for t in last.tensors if t.name == "output"]
-    out["record_output_equal_hook"] = block_of(shown, seen["out"])
-    if kind.startswith("fsdp1"):
-        # FSDP1: the flat gradient split back into BAD's part: this rank's own gradient, before
-        # the reduce-scatter, as an unwrapped copy computes it on this rank's batch.
+    out["record_firings_equal_hooks"] = same_firings(seen, recorded_firings(trace))
+    out["firings_compared"] = [f[:2] for f in seen]
+    if kind.startswith("fsdp1") or kind == "ddp":
+        # This rank's own gradient, before the collective, as an unwrapped copy computes it
+        # on this rank's batch: DDP's, and FSDP1's flat gradient split back into BAD's part.
         alone = plain(width)
         F.mse_loss(alone(x), y).backward()
         expected = linear(alone, 1).weight.grad
-        (grad,) = [t for e in trace.events if e.hook == "param_grad" for t in e.tensors if t.target == BAD and t.extra]
+        (grad,) = [t for e in trace.events if e.hook == "param_grad" for t in e.tensors
+                   if t.target == BAD and bool(t.extra) is kind.startswith("fsdp1")]
     else:
-        # FSDP2: this rank's shard after the reduce-scatter, as the plain step leaves .grad.
+        # FSDP2 and TP: this rank's shard (FSDP2's after the reduce-scatter), as the plain step leaves .grad.
         expected = linear(twin, 1).weight.grad.to_local()
         (grad,) = [t for e in trace.events if e.hook == "param_grad" for t in e.tensors if t.target == BAD]
     out["record_grad_equal_plain"] = block_of(grad, expected)
     out["record_grad_sampled"] = grad.shape is not None and torch.Size(grad.shape).numel() > StatsOptions().snapshot_size
+    if kind == "ddp":  # the step's final .grad: DDP's average, as the plain DDP twin holds it
+        (final,) = [t for e in trace.events if e.hook == "final_grad" for t in e.tensors if t.target == BAD]
+        out["record_final_equal_plain"] = block_of(final, linear(twin, 1).weight.grad)
 
     model.zero_grad(set_to_none=True)
     twin.zero_grad(set_to_none=True)
@@ -180,6 +262,8 @@ def one_setup(kind: str, width: int, rank: int) -> dict:
     out["debug_loss_equal_plain"] = torch.equal(loss, expected_loss.detach())
     out["debug_grads_equal_plain"] = same(grads(model), grads(twin)) and hooks(model) == hooked
     out["params_equal_plain"] = same(params(model), params(twin))
+    if kind not in SHARDED:
+        return out
 
     # The NaN in rank 0's shard: the guard stops at the forward of BAD's module on every rank;
     # the twin, poisoned alike, stops there by a plain hook's error. The loop catches the
@@ -210,18 +294,60 @@ def one_setup(kind: str, width: int, rank: int) -> dict:
     return out
 
 
+def ddp_no_sync(around: str, rank: int) -> dict:
+    """DDP decides in its forward whether the backward all-reduces (it prepares its reducer
+    there, outside no_sync() only): no_sync() around the forward alone, its backward outside
+    (`around="forward"`), all-reduces nothing; around the backward alone does all-reduce.
+    What the plain twin's .grad holds (this rank's own gradient, or the plain all_reduce's
+    average of every rank's), and what record's param_grad and final_grad firings say."""
+    model, twin = build("ddp", 8), build("ddp", 8)
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(10 + rank))
+
+    def step(ddp: nn.Module, later: contextlib.ExitStack) -> torch.Tensor:
+        if around == "forward":
+            with ddp.no_sync():
+                return ddp(x).pow(2).mean()  # its backward runs outside
+        loss = ddp(x).pow(2).mean()
+        later.enter_context(ddp.no_sync())  # left once the backward has run
+        return loss
+
+    with contextlib.ExitStack() as later:
+        step(twin, later).backward()
+    alone = plain(8)
+    alone(x).pow(2).mean().backward()
+    own = linear(alone, 1).weight.grad
+    average = own.clone()
+    dist.all_reduce(average)
+    average /= dist.get_world_size()
+    held = linear(twin, 1).weight.grad
+    with contextlib.ExitStack() as later:
+        trace = hooktui.record(model, None, step=lambda: step(model, later))
+    (param_grad,) = [e for e in trace.events if e.hook == "param_grad" and e.tensors[0].target == BAD]
+    finals = [e for e in trace.events if e.hook == "final_grad" and e.tensors[0].target == BAD]
+    return {"twin_holds_own": torch.equal(held, own), "twin_holds_average": torch.equal(held, average),
+            "own_is_not_average": not torch.equal(own, average),
+            "param_grad_own": block_of(param_grad.tensors[0], own), "param_grad_note": param_grad.notes[0],
+            "final_grads": len(finals), "final_equal_twin": bool(finals) and block_of(finals[0].tensors[0], held),
+            "final_note": finals[0].notes[0] if finals else None, "error": None if trace.error is None else trace.error.message}
+
+
 def main() -> None:
     # The models are locals of one_setup() and grad_nan(), freed before the process group is destroyed
     # (dist_worker.py says why).
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     result = {"rank": rank}
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))  # tensor parallel's
     try:
         for kind in SETUPS:
             for width in WIDTHS:
-                result[f"{kind}/{width}"] = one_setup(kind, width, rank)
-            result[f"{kind}/grad_nan"] = grad_nan(kind, rank)
+                result[f"{kind}/{width}"] = one_setup(kind, width, rank, mesh)
+            if kind in SHARDED:
+                result[f"{kind}/grad_nan"] = grad_nan(kind, rank)
+        for around in ("forward", "backward"):
+            result[f"ddp/no_sync_around_{around}"] = ddp_no_sync(around, rank)
     finally:
+        mesh = None
         with open(sys.argv[1], "w") as out:
             json.dump(result, out)
         gc.collect()  # models a stop left in cycles (its traceback's frames) go now, not at teardown
