@@ -115,7 +115,10 @@ def _all_reduces(ddp: nn.Module) -> bool:
     forward under `no_sync()` whose backward runs outside it all-reduces nothing, and a
     forward outside whose backward runs under it does all-reduce; `require_backward_grad_sync`
     (what `no_sync()` sets) says only where the flag stands now. Read after the forward, as
-    the firings are (torch 2.13, tests/engine/test_final_grads.py)."""
+    the firings are (torch 2.13, tests/engine/test_final_grads.py, and on two ranks
+    tests/loop/test_sharded_setups.py). It is the last forward's: a forward of the same DDP
+    module under `no_grad` between a forward and its backward sets it False, though the
+    reducer stays prepared for that backward."""
     done = getattr(ddp, "require_forward_param_sync", None)
     return bool(done if done is not None else getattr(ddp, "require_backward_grad_sync", True))
 
