@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from hooktui.cli import main
 from hooktui.commands.diff import side_reason
@@ -29,19 +28,9 @@ from hooktui.engine.trace_file import read_trace, write_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hostile  # noqa: E402
+from small_models import TwoLayers
 
 WORLD = 3
-
-
-class TwoLayers(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(6, 5)
-        self.act = nn.Tanh()
-        self.fc2 = nn.Linear(5, 3)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
 
 
 def record_rank(folder: Path, rank: int, world: int, perturbed: bool) -> Path:

@@ -15,7 +15,6 @@ import random
 
 import pytest
 import torch
-from torch import nn
 
 from hooktui.engine.compare import Tolerance, compare
 from hooktui.engine.records import Event, TensorRecord, TensorStats
@@ -24,17 +23,7 @@ from hooktui.engine.stats import StatsOptions
 from hooktui.engine.trace_file import event_json
 
 from plain_hooks import load_sample
-
-
-class TwoLayers(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(6, 5)
-        self.act = nn.Tanh()
-        self.fc2 = nn.Linear(5, 3)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
+from small_models import TwoLayers
 
 
 def build():

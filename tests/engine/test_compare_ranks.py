@@ -13,24 +13,13 @@ import json
 
 import pytest
 import torch
-from torch import nn
 
 from hooktui.engine.compare import Tolerance, keys
 from hooktui.engine.compare_ranks import compare_runs, merged_order
 from hooktui.engine.records import Event
 from hooktui.engine.session import record
 from hooktui.engine.trace_file import event_json
-
-
-class TwoLayers(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(6, 5)
-        self.act = nn.Tanh()
-        self.fc2 = nn.Linear(5, 3)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
+from small_models import TwoLayers
 
 
 def run(change: str | None = None) -> list[Event]:
