@@ -12,7 +12,8 @@ STAMP := $(VENV)/.installed
 
 # The CUDA path on the CPU (hooktui/engine/stats.py's HOOKTUI_DEVICE_PATH: every summary
 # a DeviceSnapshot, batched, one host copy per pause): the tests that read statistics
-# (parity, the app's keys and panes), the hunt, guard, debug and diff, run a second time.
+# (parity, the app's keys and panes), the hunt, guard (also on two ranks), debug and diff,
+# run a second time.
 # The torch.compile parity test is left out: compiling is its time (~40 s), not the path.
 DEVICE_PATH_TESTS := \
 	tests/engine/test_device_path.py tests/engine/test_parity_patterns.py tests/engine/test_parity_models.py \
@@ -21,7 +22,7 @@ DEVICE_PATH_TESTS := \
 	tests/ui/test_ui_every_key.py tests/ui/test_ui_app.py tests/ui/test_ui_hunt.py tests/ui/test_values_grid.py \
 	tests/ui/test_ui_overview.py tests/cli/test_cli_hunt.py tests/cli/test_cli_diff.py \
 	tests/loop/test_guard.py tests/loop/test_debug_record.py tests/loop/test_debug_grads.py \
-	tests/loop/test_hooktui_failures.py tests/engine/test_dtensor.py
+	tests/loop/test_hooktui_failures.py tests/engine/test_dtensor.py tests/loop/test_sharded_setups.py
 DEVICE_PATH_SKIP := tests/engine/test_parity_patterns.py::test_compiled_models_fire_like_pytorch_on_every_backend
 
 .PHONY: install run test test-device-path trace bench clean
