@@ -1,7 +1,7 @@
 """`final_grad` firings: the `.grad` the optimizer will use, once the step's backward has
 returned.
 
-Under DDP (its forward outside `no_sync`) and FSDP1 a `param_grad` firing shows this
+Under DDP (a forward of the step outside `no_sync`) and FSDP1 a `param_grad` firing shows this
 rank's own gradient, before the wrapper's collective (grad_kinds.py): DDP writes the average
 over the ranks into `.grad` in a callback queued for the end of the backward, FSDP1 leaves this
 rank's shard of the averaged flat gradient there. So when `loss.backward()` has returned

@@ -3,8 +3,8 @@
 The firing comes from the parameter's post-accumulate-grad hook, which runs as autograd
 writes `.grad`, before the wrapper's own communication:
 - DDP: this rank's gradient, before the all-reduce (DDP writes the average over the ranks
-  into `.grad` when the backward ends; not when the forward ran under `no_sync`: DDP
-  decides in its forward, `_all_reduces` below).
+  into `.grad` when the backward ends; not when the step's forwards all ran under `no_sync`
+  or `no_grad`: DDP decides in its forwards, `GradKinds._all_reduces` below).
 - FSDP2 (`fully_shard`): the parameter is a DTensor shard, and the hook runs once the
   reduce-scatter has written this rank's shard of the (averaged) gradient.
 - FSDP1 with flat parameters: one FlatParameter holds several of the user's parameters;
@@ -13,7 +13,7 @@ writes `.grad`, before the wrapper's own communication:
 Checked on torch 2.13, gloo (tests/loop/test_distributed.py, test_fsdp2.py,
 test_wrapper_names.py).
 
-Where that is not the gradient the optimizer uses (DDP, its forward outside `no_sync`; FSDP1), the
+Where that is not the gradient the optimizer uses (DDP, a forward of the step outside `no_sync`; FSDP1), the
 step's end shows it: `finals()` lists each parameter's `.grad` once the backward has
 returned, when the wrappers' callbacks queued for its end have run (final_grads.py).
 FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor shard).
@@ -59,6 +59,9 @@ class GradKinds:
         # their .grad from FSDP, not from autograd), so param_grads.py hooks them here.
         self.flat: list[tuple[str, torch.Tensor]] = []
         self._flat_wrapper: dict[int, nn.Module] = {}  # id(flat parameter) -> its FSDP1 module
+        # id(DDP wrapper) -> whether one of its forwards seen in this step prepared its reducer
+        # for the backward (`ddp_forward`); absent: none seen.
+        self._prepared: dict[int, bool] = {}
         for name, module in modules:
             names = {cls.__name__ for cls in type(module).__mro__}
             if "DistributedDataParallel" in names:
@@ -71,12 +74,25 @@ class GradKinds:
                     self.flat.append((name.removesuffix(f"[{type(module).__name__}]"), flat))
                     self._flat_wrapper[id(flat)] = module
 
+    @property
+    def ddp_wrappers(self) -> list[nn.Module]:
+        """The DDP modules of the model, each once: their forwards decide (`ddp_forward`)."""
+        return list({id(ddp): ddp for ddp in self._ddp.values()}.values())
+
+    def ddp_forward(self, ddp: nn.Module) -> None:
+        """Right after a forward of `ddp` returned (hooktui's forward hook on it: DDP's
+        `_post_forward` has run, and set `require_forward_param_sync` True iff it prepared
+        its reducer for backward). Reads that flag, writes nothing into DDP."""
+        done = getattr(ddp, "require_forward_param_sync", None)
+        if done is not None:
+            self._prepared[id(ddp)] = self._prepared.get(id(ddp), False) or bool(done)
+
     def notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         """What to say on the firing of `param` (held by the module shown as `owner`), and
         the named parts of a FlatParameter's gradient."""
         ddp = self._ddp.get(id(param))
         if ddp is not None:
-            if not _all_reduces(ddp):
+            if not self._all_reduces(ddp):
                 return [("DDP under no_sync() in the forward (where DDP decides): this rank's gradient, accumulated "
                          "locally; no all-reduce in this backward")], []
             return [f"DDP: this rank's gradient, before DDP averages it over the {_world(ddp)} "
@@ -95,8 +111,8 @@ class GradKinds:
         out = []
         for name, param in params if self._ddp else ():
             ddp = self._ddp.get(id(param))
-            if ddp is None or not param.requires_grad or not _all_reduces(ddp):
-                continue  # forward under no_sync(): .grad holds what param_grad showed
+            if ddp is None or not param.requires_grad or not self._all_reduces(ddp):
+                continue  # no forward prepared DDP's all-reduce: .grad holds what param_grad showed
             made = (f"what your DDP comm hook made of the gradients of the {_world(ddp)}" if getattr(ddp, "_comm_hooks", None)
                     else f"DDP's average over the {_world(ddp)}")
             note = (f"the final .grad after the backward: {made}, what the optimizer uses (the param_grad firing "
@@ -108,19 +124,24 @@ class GradKinds:
         return out
 
 
-def _all_reduces(ddp: nn.Module) -> bool:
-    """Whether this backward all-reduces DDP's gradients. DDP decides in its forward: its
-    `_post_forward` prepares the reducer for backward only when grad mode is on and it is
-    outside `no_sync()`, and then sets `require_forward_param_sync` (True iff it did). So a
-    forward under `no_sync()` whose backward runs outside it all-reduces nothing, and a
-    forward outside whose backward runs under it does all-reduce; `require_backward_grad_sync`
-    (what `no_sync()` sets) says only where the flag stands now. Read after the forward, as
-    the firings are (torch 2.13, tests/engine/test_final_grads.py, and on two ranks
-    tests/loop/test_sharded_setups.py). It is the last forward's: a forward of the same DDP
-    module under `no_grad` between a forward and its backward sets it False, though the
-    reducer stays prepared for that backward."""
-    done = getattr(ddp, "require_forward_param_sync", None)
-    return bool(done if done is not None else getattr(ddp, "require_backward_grad_sync", True))
+    def _all_reduces(self, ddp: nn.Module) -> bool:
+        """Whether this backward all-reduces DDP's gradients. DDP decides in its forwards:
+        `_post_forward` prepares the reducer for backward only with grad mode on and outside
+        `no_sync()`, and sets `require_forward_param_sync` True iff it did. The reducer then
+        stays prepared until a backward all-reduces: a later forward under `no_grad` or
+        `no_sync()` sets the flag False but leaves the reducer as it was, and the backward
+        all-reduces whichever forward built its graph. So any forward of the step that
+        prepared it (`ddp_forward`, read after each) means an all-reduce, even with the backward
+        under `no_sync()`; forwards all under `no_sync()` or `no_grad` mean none, even with the
+        backward outside. No forward seen (the step ran none under hooktui's hooks): the flag as
+        it stands, the last forward's. Checked against DDP's comm hook on torch 2.13
+        (tests/engine/test_final_grads.py; two ranks: tests/loop/test_sharded_setups.py).
+        Not seen: a forward that prepared the reducer before the step, whose backward never ran."""
+        prepared = self._prepared.get(id(ddp))
+        if prepared is not None:
+            return prepared
+        done = getattr(ddp, "require_forward_param_sync", None)
+        return bool(done if done is not None else getattr(ddp, "require_backward_grad_sync", True))
 
 
 def _world(ddp: nn.Module | None) -> str:

@@ -11,6 +11,8 @@ is that call's forward firing), and a note names them all.
 
 from __future__ import annotations
 
+import sys
+
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
@@ -43,7 +45,15 @@ class ParamGradHooks:
         walked already). A lazy module's parameters take hooks only once its first forward
         has materialised them: call again when backward starts."""
         if self._kinds is None:
-            self._kinds = GradKinds(self.tracer.walk.modules)
+            kinds = self._kinds = GradKinds(self.tracer.walk.modules)
+            # Under DDP, its forwards decide whether the backward all-reduces: each is read
+            # once it returns, DDP's own _post_forward done (grad_kinds.py).
+            for ddp in kinds.ddp_wrappers:
+                read = self.tracer.contain.hook(lambda module, _args, _output: kinds.ddp_forward(module),
+                                                "its forward hook on DDP")
+                if "torch._dynamo" in sys.modules:  # as capture.py's: run eagerly, never traced
+                    read = torch.compiler.disable(read)
+                self._handles.append(ddp.register_forward_hook(read))
         params = ModelWalk(model).params if params is None else params
         flat = [(f"{owner}._flat_param" if owner else "_flat_param", p) for owner, p in self._kinds.flat]
         for qualified, param in (*params, *flat):

@@ -181,3 +181,88 @@ def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, n
     else:
         assert all(n.startswith("DDP under no_sync()") for n in notes), notes
         assert finals == []
+
+
+def _one_step(ddp: nn.Module, pattern: str) -> torch.Tensor:
+    """One step's forwards, in the order `pattern` names them; returns the loss to backward."""
+    if pattern == "forward, no_grad forward (an evaluation), its backward":
+        out = ddp(X)
+        with torch.no_grad():
+            ddp(X)
+        return out.sum()
+    if pattern == "no_sync forward, plain forward, backward of the first":
+        with ddp.no_sync():
+            first = ddp(X)
+        ddp(X)
+        return first.sum()
+    if pattern == "plain forward, no_sync forward, backward of the second":
+        ddp(X)
+        with ddp.no_sync():
+            return ddp(X).sum()
+    if pattern == "plain forward, no_sync forward, backward of the first":
+        first = ddp(X)
+        with ddp.no_sync():
+            ddp(X)
+        return first.sum()
+    assert pattern == "no_sync forward, no_grad forward, backward of the first"
+    with ddp.no_sync():
+        first = ddp(X)
+    with torch.no_grad():
+        ddp(X)
+    return first.sum()
+
+
+@pytest.mark.parametrize("pattern, all_reduces", [
+    ("forward, no_grad forward (an evaluation), its backward", True),
+    ("no_sync forward, plain forward, backward of the first", True),
+    ("plain forward, no_sync forward, backward of the second", True),
+    ("plain forward, no_sync forward, backward of the first", True),
+    ("no_sync forward, no_grad forward, backward of the first", False),
+])
+def test_any_forward_of_the_step_that_prepared_ddp_makes_its_backward_all_reduce(one_rank, pattern, all_reduces):
+    """DDP's reducer, once a forward (grad on, outside no_sync) has prepared it, stays prepared
+    until a backward all-reduces: a later no_grad or no_sync forward does not undo it, though
+    it clears require_forward_param_sync. The notes and final_grad firings follow what DDP
+    did, which a plain twin's comm hook (called once per bucket it all-reduces) tells."""
+    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
+    buckets = []
+
+    def counted(state, bucket):
+        buckets.append(bucket.index())
+        done = torch.futures.Future()
+        done.set_result(bucket.buffer())
+        return done
+
+    twin.register_comm_hook(None, counted)
+    _one_step(twin, pattern).backward()
+    assert bool(buckets) is all_reduces  # PyTorch's own behaviour, which the test relies on
+    trace = record(model, None, step=lambda: _one_step(model, pattern), restore_model=False)
+    assert trace.error is None
+    assert all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
+    notes = [e.notes[0] for e in trace.events if e.hook == "param_grad"]
+    assert len(notes) == 4
+    finals = [e for e in trace.events if e.hook == "final_grad"]
+    if all_reduces:
+        assert all(n.startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank") for n in notes), notes
+        assert len(finals) == 4
+    else:
+        assert all(n.startswith("DDP under no_sync()") for n in notes), notes
+        assert finals == []
+
+
+def test_a_failing_read_of_ddp_after_its_forward_is_noted_and_the_step_is_plain(one_rank, monkeypatch):
+    """hooktui's forward hook on DDP failing is a note (contain.py); the step's .grad are a
+    plain DDP step's, and with no forward read the notes fall back on DDP's flag as it stands."""
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("boom from a test")
+
+    monkeypatch.setattr(grad_kinds.GradKinds, "ddp_forward", boom)
+    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
+    trace = Session(model, X, pause=False, restore_model=False).run()
+    twin(X).sum().backward()
+    assert trace.error is None and trace.state == "finished"
+    assert all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
+    failed = [n for e in trace.events for n in e.notes if n.startswith("hooktui failed in ")]
+    assert failed == ["hooktui failed in its forward hook on DDP and left out what it would have recorded there: "
+                      "RuntimeError: boom from a test"]
+    assert len([e for e in trace.events if e.hook == "final_grad"]) == 4
