@@ -16,6 +16,7 @@ from torch import nn
 import hooktui
 import hooktui.loop.in_app
 import hooktui.loop.where
+from loop_helpers import continue_then_quit
 from rank_main import run_rank
 
 
@@ -24,12 +25,7 @@ def open_app(app) -> None:
 
     async def drive() -> None:
         async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            while app.state != "paused":
-                await pilot.pause(0.01)
-            await pilot.press("c")
-            while app.state not in ("finished", "failed"):
-                await pilot.pause(0.01)
-            await pilot.press("q")
+            await continue_then_quit(pilot)
 
     asyncio.run(drive())
 
