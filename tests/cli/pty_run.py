@@ -13,7 +13,9 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,6 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # reporting off, the cursor shown.
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 MOUSE_OFF = b"\x1b[?1000l"
+
+
+class Ended(NamedTuple):
+    after: bytes  # what the terminal got from the ending on
+    cooked: bool  # the terminal is back in the mode it had before the app
+    elapsed: float  # seconds from the ending to the process's exit
 
 
 class PtyApp:
@@ -90,11 +98,26 @@ class PtyApp:
         self._reader.join(1.0)
         return elapsed
 
+    def end(self, how: Callable[[], object], within: float, settle: float = 0.3) -> Ended:
+        """Let the screen settle `settle` s, then end the app with `how()` (a key, a signal)
+        and wait up to `within` s for the process to exit."""
+        time.sleep(settle)
+        before = len(self.text())
+        how()
+        elapsed = self.wait_exit(within)
+        return Ended(self.text()[before:], self.terminal_cooked(), elapsed)
+
     def terminal_cooked(self) -> bool:
         """The terminal is back in the mode it had before the app (echo, line editing)."""
         attrs = termios.tcgetattr(self.slave)
         lflag = attrs[3]
         return bool(lflag & termios.ICANON) and bool(lflag & termios.ECHO)
+
+    def __enter__(self) -> PtyApp:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -18,20 +17,12 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.mark.parametrize("kind", ["sleep", "loop"])
 def test_q_ends_the_process_within_a_second_during_a_long_forward(kind):
-    app = PtyApp("open", HERE / "slow_models.py", env={"HOOKTUI_TEST_SLOW": kind})
-    try:
+    with PtyApp("open", HERE / "slow_models.py", env={"HOOKTUI_TEST_SLOW": kind}) as app:
         app.wait_for(rb"paused", 60)
         app.press("c")
         app.wait_for(rb"printing", 20)  # the app saw the model's print: it is inside forward
-        time.sleep(0.5)
-        before = len(app.text())
-        app.press("q")
-        elapsed = app.wait_exit(10)
-        assert app.process.returncode == 0
-        after = app.text()[before:]
-        cooked = app.terminal_cooked()
-    finally:
-        app.close()
+        after, cooked, elapsed = app.end(lambda: app.press("q"), within=10, settle=0.5)
+    assert app.process.returncode == 0
     assert elapsed <= 1.0, f"q took {elapsed:.2f} s"
     assert LEAVE_ALT_SCREEN in after and MOUSE_OFF in after
     assert cooked, "the terminal was left in raw mode"
@@ -41,17 +32,9 @@ def test_q_ends_the_process_within_a_second_during_a_long_forward(kind):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_paused_restores_the_terminal_and_exits(signum):
-    app = PtyApp("open", "sample_models/seed.py")
-    try:
+    with PtyApp("open", "sample_models/seed.py") as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.process.send_signal(signum)
-        elapsed = app.wait_exit(10)
-        after = app.text()[before:]
-        cooked = app.terminal_cooked()
-    finally:
-        app.close()
+        after, cooked, elapsed = app.end(lambda: app.process.send_signal(signum), within=10)
     assert app.process.returncode == 128 + signum
     assert elapsed < 2.0, f"exit took {elapsed:.2f} s"
     assert LEAVE_ALT_SCREEN in after and MOUSE_OFF in after
@@ -60,15 +43,12 @@ def test_a_signal_while_paused_restores_the_terminal_and_exits(signum):
 
 def test_a_dropped_connection_during_an_endless_forward_ends_the_process():
     """SSH drops: the terminal is gone (its master closed) and SIGHUP arrives."""
-    app = PtyApp("open", HERE / "slow_models.py", env={"HOOKTUI_TEST_SLOW": "loop"})
-    try:
+    with PtyApp("open", HERE / "slow_models.py", env={"HOOKTUI_TEST_SLOW": "loop"}) as app:
         app.wait_for(rb"paused", 60)
         app.press("c")
         app.wait_for(rb"printing", 20)
         os.close(app.master)
         os.killpg(app.process.pid, signal.SIGHUP)
         elapsed = app.wait_exit(10)
-    finally:
-        app.close()
     assert elapsed < 2.0, f"exit took {elapsed:.2f} s"
     assert app.process.returncode != 0

@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
-import time
 
 import pytest
 
-from pty_run import LEAVE_ALT_SCREEN, MOUSE_OFF, PtyApp
+from pty_run import LEAVE_ALT_SCREEN, MOUSE_OFF, Ended, PtyApp
 
 SHOW_CURSOR = b"\x1b[?25h"
 
@@ -39,32 +38,22 @@ ENDING = textwrap.dedent(
 )
 
 
-def _restored(app: PtyApp, before: int) -> tuple[bytes, bool]:
-    return app.text()[before:], app.terminal_cooked()
-
-
-def _check(after: bytes, cooked: bool) -> None:
+def _check(ended: Ended) -> None:
+    after = ended.after
     assert LEAVE_ALT_SCREEN in after and MOUSE_OFF in after and SHOW_CURSOR in after, after[-300:]
-    assert cooked, "the terminal was left in raw mode"
+    assert ended.cooked, "the terminal was left in raw mode"
 
 
 @pytest.mark.parametrize("end, status", [("exit", 7), ("segfault", 128 + signal.SIGSEGV)])
 def test_the_model_ending_the_process_leaves_the_terminal_restored(tmp_path, end, status):
     model = tmp_path / "ending.py"
     model.write_text(ENDING)
-    app = PtyApp("open", model, env={"HOOKTUI_TEST_END": end})
-    try:
+    with PtyApp("open", model, env={"HOOKTUI_TEST_END": end}) as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.press("c")
-        app.wait_exit(20)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        ended = app.end(lambda: app.press("c"), within=20)
     assert app.process.returncode == status
-    _check(after, cooked)
-    assert b"the terminal was restored" in after
+    _check(ended)
+    assert b"the terminal was restored" in ended.after
 
 
 def _child_of(pid: int) -> int:
@@ -76,37 +65,24 @@ def _child_of(pid: int) -> int:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the app's process in /proc")
 def test_sigkill_of_the_apps_process_leaves_the_terminal_restored():
-    app = PtyApp("open", "sample_models/seed.py")
-    try:
+    with PtyApp("open", "sample_models/seed.py") as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        os.kill(_child_of(app.process.pid), signal.SIGKILL)
-        app.wait_exit(10)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        ended = app.end(lambda: os.kill(_child_of(app.process.pid), signal.SIGKILL), within=10)
     assert app.process.returncode == 128 + signal.SIGKILL
-    _check(after, cooked)
-    assert b"ended by SIGKILL; the terminal was restored" in after
+    _check(ended)
+    assert b"ended by SIGKILL; the terminal was restored" in ended.after
 
 
 @pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGINT])
 def test_other_signals_restore_the_terminal(signum):
-    app = PtyApp("open", "sample_models/seed.py")
-    try:
+    with PtyApp("open", "sample_models/seed.py") as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.process.send_signal(signum)
-        elapsed = app.wait_exit(10)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        ended = app.end(lambda: app.process.send_signal(signum), within=10)
     assert app.process.returncode == 128 + signum
-    assert elapsed < 3.0
-    _check(after, cooked)
+    assert ended.elapsed < 3.0
+    _check(ended)
     if signum == signal.SIGINT:
+        after = ended.after
         assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C)"), after[-200:]
         assert b"Traceback" not in after
 
@@ -129,18 +105,12 @@ RUN_SCRIPT = textwrap.dedent(
 def test_sigint_to_hooktui_run_with_the_app_open_is_130_and_one_line(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(RUN_SCRIPT)
-    app = PtyApp("run", script)
-    try:
+    with PtyApp("run", script) as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.process.send_signal(signal.SIGINT)
-        app.wait_exit(20)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=20)
+    after = ended.after
     assert app.process.returncode == 130, after[-300:]
-    _check(after, cooked)
+    _check(ended)
     assert b"crashed" not in after and b"Traceback" not in after and b"after the step" not in after, after[-300:]
     assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C); " + str(script).encode() + b" stopped")
 
@@ -149,18 +119,12 @@ def test_sigint_to_view_is_130_and_one_line(tmp_path):
     import hostile
 
     trace = hostile.write(tmp_path / "run.jsonl")
-    app = PtyApp("view", trace)
-    try:
+    with PtyApp("view", trace) as app:
         app.wait_for(rb"forward_pre", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.process.send_signal(signal.SIGINT)
-        app.wait_exit(20)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=20)
+    after = ended.after
     assert app.process.returncode == 130, after[-300:]
-    _check(after, cooked)
+    _check(ended)
     assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C)") and b"Traceback" not in after
 
 
@@ -193,21 +157,15 @@ def test_sigterm_ends_the_app_while_a_c_call_holds_the_gil(tmp_path):
 
     model = tmp_path / "busy.py"
     model.write_text(GIL)
-    app = PtyApp("open", model)
-    try:
+    with PtyApp("open", model) as app:
         app.wait_for(rb"paused", 60)
         app.press("c")
-        time.sleep(2.0)  # into the forward: the app may not get to draw once the call holds the GIL
-        before = len(app.text())
-        app.process.send_signal(signal.SIGTERM)
-        elapsed = app.wait_exit(KILL_AFTER + 10)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
+        # settle: into the forward (the app may not get to draw once the call holds the GIL)
+        ended = app.end(lambda: app.process.send_signal(signal.SIGTERM), within=KILL_AFTER + 10, settle=2.0)
     assert app.process.returncode == 128 + signal.SIGTERM
-    assert elapsed < KILL_AFTER + 3, elapsed
-    _check(after, cooked)
-    assert b"did not end within" in after and b"the terminal was restored" in after
+    assert ended.elapsed < KILL_AFTER + 3, ended.elapsed
+    _check(ended)
+    assert b"did not end within" in ended.after and b"the terminal was restored" in ended.after
 
 
 KEEPS_HANDLER = textwrap.dedent(
@@ -235,16 +193,9 @@ def test_a_signal_that_ends_the_app_reaches_the_programs_own_handler(tmp_path):
     app, the terminal comes back, then the program's own handler runs and it goes on."""
     script = tmp_path / "train.py"
     script.write_text(KEEPS_HANDLER)
-    app = PtyApp(str(script), python=True)
-    try:
+    with PtyApp(str(script), python=True) as app:
         app.wait_for(rb"paused", 60)
-        time.sleep(0.3)
-        before = len(app.text())
-        app.process.send_signal(signal.SIGUSR1)
-        app.wait_exit(20)
-        after, cooked = _restored(app, before)
-    finally:
-        app.close()
-    _check(after, cooked)
-    assert b"the program's own SIGUSR1 handler" in after, after[-300:]
-    assert app.process.returncode == 0, after[-300:]
+        ended = app.end(lambda: app.process.send_signal(signal.SIGUSR1), within=20)
+    _check(ended)
+    assert b"the program's own SIGUSR1 handler" in ended.after, ended.after[-300:]
+    assert app.process.returncode == 0, ended.after[-300:]

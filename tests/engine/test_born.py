@@ -1,8 +1,7 @@
 """Where a bad value was born (engine/born.py), for the cases of the hunt issue. Each model
 is built so that the module, op and line that make the bad value are known by
-construction; the line is found in this file's text, never taken from the engine."""
+construction; the line is found in the model's source text, never taken from the engine."""
 
-import inspect
 
 import torch
 from torch import nn
@@ -10,6 +9,7 @@ from torch import nn
 from hooktui import Session, record
 from hooktui.engine.born import where_born
 from hooktui.engine.breakpoints import Breakpoint
+from nan_models import ZeroVarianceNorm, fp16_overflow_model, line_of, zero_variance_model
 from plain_hooks import SAMPLES, load_sample
 
 
@@ -20,14 +20,6 @@ def hunt(model, inputs, loss_fn=None, bp=None):
     session.gate.resume()
     session.run(on_state=lambda s: s == "paused" and session.quit())
     return session.trace.events
-
-
-def line_of(obj, text):
-    """The line number of the line of `obj`'s source containing `text`."""
-    lines, start = inspect.getsourcelines(obj)
-    hits = [start + i for i, line in enumerate(lines) if text in line]
-    assert len(hits) == 1, hits
-    return hits[0]
 
 
 def line_in(path, text):
@@ -83,17 +75,8 @@ def test_sqrt_of_zero_in_backward_is_born_at_the_sqrt_node_of_the_norm():
     assert "1/(2·sqrt(x))" in born.text
 
 
-class ZeroVarianceNorm(nn.Module):
-    def forward(self, x):
-        return (x - x.mean()) / x.std()  # a constant input: 0 / 0
-
-
 def test_division_by_a_zero_variance():
-    model = nn.Sequential(nn.Linear(2, 2), ZeroVarianceNorm())
-    with torch.no_grad():
-        model[0].weight.zero_()
-        model[0].bias.fill_(1.0)
-    events = hunt(model, torch.randn(3, 2))
+    events = hunt(zero_variance_model(), torch.randn(3, 2))
     born = where_born(events)
     assert (born.module, born.tensor, events[born.origin].hook) == ("1", "output", "forward")
     assert "NaN" in born.what and "DivBackward0" in born.text
@@ -101,11 +84,7 @@ def test_division_by_a_zero_variance():
 
 
 def test_fp16_overflow_says_the_dtype_limit():
-    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)).half()
-    with torch.no_grad():
-        for layer in model:
-            layer.weight.fill_(300.0)
-            layer.bias.zero_()
+    model = fp16_overflow_model()
     x = torch.ones(1, 4, dtype=torch.float16)
     # Independent: the first layer's output is 1200 (finite), the second's 1.44e6 (> 65504).
     assert torch.isfinite(model[0](x)).all() and not torch.isfinite(model(x)).all()

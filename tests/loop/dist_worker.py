@@ -6,9 +6,7 @@ the JSON file named by argv[1]."""
 
 import asyncio
 import gc
-import json
 import os
-import sys
 import weakref
 
 import torch
@@ -18,6 +16,8 @@ from torch import nn
 import hooktui
 import hooktui.loop.in_app
 import hooktui.loop.where
+from loop_helpers import continue_then_quit
+from rank_main import run_rank
 
 
 def open_app(app) -> None:
@@ -25,12 +25,7 @@ def open_app(app) -> None:
 
     async def drive() -> None:
         async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            while app.state != "paused":
-                await pilot.pause(0.01)
-            await pilot.press("c")
-            while app.state not in ("finished", "failed"):
-                await pilot.pause(0.01)
-            await pilot.press("q")
+            await continue_then_quit(pilot)
 
     asyncio.run(drive())
 
@@ -45,14 +40,10 @@ hooktui.loop.where.terminal_attached = lambda: True
 hooktui.loop.in_app.open_app = open_app
 
 
-def main() -> None:
-    # Everything that holds the process group (the DDP models) is a local, freed when main()
-    # returns: the group's gloo threads then end while the interpreter is alive. Held by module
-    # globals until interpreter teardown, a gloo thread freeing the last collective's tensors
-    # aborts the process ("terminate called without an active exception"), a PyTorch race
-    # that a plain DDP script hits as often.
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
+def checks(result: dict) -> None:
+    # The DDP models are locals here, freed before the process group is destroyed (run_rank
+    # says why).
+    rank = result["rank"]
     x = torch.randn(6, 4, generator=torch.Generator().manual_seed(10 + rank))  # each rank its own batch
     model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
 
@@ -73,12 +64,10 @@ def main() -> None:
     held = weakref.ref(model)
     model = twin = None
     gc.collect()
-    dist.destroy_process_group()
-    with open(sys.argv[1], "w") as out:
-        json.dump({"rank": rank, "pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
+    result.update({"pid": os.getpid(), "opened": bool(opened), "grads_equal_plain": same,
                    "grads_equal_across_ranks": gathered[0] == gathered[1], "loss": float(loss),
-                   "local_grads": local, "final_grads": final, "plain_final_grads": plain_final, "model_freed": held() is None}, out)
+                   "local_grads": local, "final_grads": final, "plain_final_grads": plain_final, "model_freed": held() is None})
 
 
 if __name__ == "__main__":
-    main()
+    run_rank(checks)

@@ -3,9 +3,6 @@ on a model sharded with `fully_shard`, beside an identical twin stepped plainly.
 what it saw to the JSON file named by argv[1]. FSDP1's flat parameters, whose sharding
 also needs two ranks, are checked on these same processes (`fsdp1_*`)."""
 
-import json
-import sys
-
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -16,6 +13,7 @@ from torch.nn import functional as F
 
 import hooktui
 from hooktui.engine import stats
+from rank_main import run_rank
 
 
 def raising(*_args, **_kwargs):
@@ -79,69 +77,62 @@ def fsdp1_split_grads(result: dict, x: torch.Tensor) -> None:
     result["fsdp1_no_sync_hooks"] = sorted({e.hook for e in quiet.events})
 
 
-def main() -> None:
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    result = {"rank": rank}
+def checks(result: dict) -> None:
+    rank = result["rank"]
+    model, twin = build(), build()
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(10 + rank))
+    y = torch.randn(4, 1, generator=torch.Generator().manual_seed(20 + rank))
+    start = shards(model)
+    seen = {}
+    handle = model[2].register_forward_hook(lambda m, a, out: seen.__setitem__("fc2", out.detach().clone()))
+
+    trace = hooktui.record(model, x, lambda out: F.mse_loss(out, y))
+    handle.remove()
+    result["record_error"] = None if trace.error is None else trace.error.message
+    result["record_left_shards"] = same(shards(model), start) and all(p.grad is None for p in model.parameters())
+    (fc2,) = [e for e in trace.events if e.hook == "forward" and e.module == "2"]
+    (out,) = [t for t in fc2.tensors if t.name == "output"]
+    result["fc2_output_equal_hook"] = torch.equal(torch.tensor(out.values).reshape(4, 96), seen["fc2"])
+    dtensor_notes = [t.note for e in trace.events for t in e.tensors if t.note and t.note.startswith("DTensor: ")]
+    result["dtensor_notes"] = len(dtensor_notes)
+    result["a_dtensor_note"] = dtensor_notes[0] if dtensor_notes else None
+    result["fsdp2_grad_notes"] = sum(
+        1 for e in trace.events if e.hook == "param_grad"
+        and any(n.startswith("FSDP2: this rank's shard of the gradient, after the reduce-scatter") for n in e.notes))
+    result["failures"] = [n for e in trace.events for n in e.notes if n.startswith("hooktui failed")] + [
+        t.missing for e in trace.events for t in e.tensors if t.missing and t.missing.startswith("hooktui could not")]
+
+    with hooktui.guard(model, max_grad_norm=1e6):
+        F.mse_loss(model(x), y).backward()
+    F.mse_loss(twin(x), y).backward()
+    # record's param_grad of fc1's weight: this rank's reduce-scattered shard, as a plain step leaves it.
+    (shown,) = [t for e in trace.events if e.hook == "param_grad" for t in e.tensors if t.target == "0.weight"]
+    expected = twin[0].weight.grad.to_local()
+    result["param_grad_equal_plain_shard"] = shown.shape == list(expected.shape) and torch.equal(
+        torch.tensor(shown.values).reshape(expected.shape), expected)
+    result["guard_grads_equal_plain"] = same(grads(model), grads(twin)) and grads(model)["2.weight"][0] == "DTensor"
+
+    loss = hooktui.debug(model, lambda: F.mse_loss(model(x), y))
+    plain = F.mse_loss(twin(x), y)
+    plain.backward()
+    result["debug_loss_equal_plain"] = torch.equal(loss, plain.detach())
+    result["debug_grads_equal_plain"] = same(grads(model), grads(twin))
+    result["params_are_shards"] = all(isinstance(p, DTensor) for p in model.parameters())
+
+    # Every summary of hooktui's raises (inside FSDP's hooks and its reduce-scatter): the step is plain.
+    describe = stats.describe
+    stats.describe = raising
     try:
-        model, twin = build(), build()
-        x = torch.randn(4, 8, generator=torch.Generator().manual_seed(10 + rank))
-        y = torch.randn(4, 1, generator=torch.Generator().manual_seed(20 + rank))
-        start = shards(model)
-        seen = {}
-        handle = model[2].register_forward_hook(lambda m, a, out: seen.__setitem__("fc2", out.detach().clone()))
-
-        trace = hooktui.record(model, x, lambda out: F.mse_loss(out, y))
-        handle.remove()
-        result["record_error"] = None if trace.error is None else trace.error.message
-        result["record_left_shards"] = same(shards(model), start) and all(p.grad is None for p in model.parameters())
-        (fc2,) = [e for e in trace.events if e.hook == "forward" and e.module == "2"]
-        (out,) = [t for t in fc2.tensors if t.name == "output"]
-        result["fc2_output_equal_hook"] = torch.equal(torch.tensor(out.values).reshape(4, 96), seen["fc2"])
-        dtensor_notes = [t.note for e in trace.events for t in e.tensors if t.note and t.note.startswith("DTensor: ")]
-        result["dtensor_notes"] = len(dtensor_notes)
-        result["a_dtensor_note"] = dtensor_notes[0] if dtensor_notes else None
-        result["fsdp2_grad_notes"] = sum(
-            1 for e in trace.events if e.hook == "param_grad"
-            and any(n.startswith("FSDP2: this rank's shard of the gradient, after the reduce-scatter") for n in e.notes))
-        result["failures"] = [n for e in trace.events for n in e.notes if n.startswith("hooktui failed")] + [
-            t.missing for e in trace.events for t in e.tensors if t.missing and t.missing.startswith("hooktui could not")]
-
-        with hooktui.guard(model, max_grad_norm=1e6):
-            F.mse_loss(model(x), y).backward()
-        F.mse_loss(twin(x), y).backward()
-        # record's param_grad of fc1's weight: this rank's reduce-scattered shard, as a plain step leaves it.
-        (shown,) = [t for e in trace.events if e.hook == "param_grad" for t in e.tensors if t.target == "0.weight"]
-        expected = twin[0].weight.grad.to_local()
-        result["param_grad_equal_plain_shard"] = shown.shape == list(expected.shape) and torch.equal(
-            torch.tensor(shown.values).reshape(expected.shape), expected)
-        result["guard_grads_equal_plain"] = same(grads(model), grads(twin)) and grads(model)["2.weight"][0] == "DTensor"
-
         loss = hooktui.debug(model, lambda: F.mse_loss(model(x), y))
-        plain = F.mse_loss(twin(x), y)
-        plain.backward()
-        result["debug_loss_equal_plain"] = torch.equal(loss, plain.detach())
-        result["debug_grads_equal_plain"] = same(grads(model), grads(twin))
-        result["params_are_shards"] = all(isinstance(p, DTensor) for p in model.parameters())
-
-        # Every summary of hooktui's raises (inside FSDP's hooks and its reduce-scatter): the step is plain.
-        describe = stats.describe
-        stats.describe = raising
-        try:
-            loss = hooktui.debug(model, lambda: F.mse_loss(model(x), y))
-        finally:
-            stats.describe = describe
-        plain = F.mse_loss(twin(x), y)
-        plain.backward()
-        result["failing_summaries_step_equal_plain"] = (torch.equal(loss, plain.detach()) and same(grads(model), grads(twin))
-                                                        and same(shards(model), shards(twin)))
-
-        fsdp1_split_grads(result, x)
     finally:
-        with open(sys.argv[1], "w") as out:
-            json.dump(result, out)
-        dist.destroy_process_group()
+        stats.describe = describe
+    plain = F.mse_loss(twin(x), y)
+    plain.backward()
+    result["failing_summaries_step_equal_plain"] = (torch.equal(loss, plain.detach()) and same(grads(model), grads(twin))
+                                                    and same(shards(model), shards(twin)))
+
+    fsdp1_split_grads(result, x)
 
 
 if __name__ == "__main__":
-    main()
+    run_rank(checks)

@@ -24,9 +24,6 @@ the JSON file named by argv[1]."""
 
 import contextlib
 import functools
-import gc
-import json
-import sys
 
 import torch
 import torch.distributed as dist
@@ -49,6 +46,7 @@ from torch.nn import functional as F
 import hooktui
 from hooktui.engine.stats import device_path_forced
 from hooktui.engine.stats import StatsOptions
+from rank_main import run_rank
 
 SHARDED = ("fsdp1", "fsdp1_orig", "fsdp2_ac")  # a NaN in one rank's shard is tried on these
 SETUPS = (*SHARDED, "ddp", "tp")
@@ -335,28 +333,19 @@ def ddp_no_sync(around: str, rank: int) -> dict:
             "final_note": finals[0].notes[0] if finals else None, "error": None if trace.error is None else trace.error.message}
 
 
-def main() -> None:
-    # The models are locals of one_setup() and grad_nan(), freed before the process group is destroyed
-    # (dist_worker.py says why).
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    result = {"rank": rank}
+def checks(result: dict) -> None:
+    # The models are locals of one_setup() and grad_nan(), the mesh one of this function:
+    # freed before the process group is destroyed (run_rank says why).
+    rank = result["rank"]
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))  # tensor parallel's
-    try:
-        for kind in SETUPS:
-            for width in WIDTHS:
-                result[f"{kind}/{width}"] = one_setup(kind, width, rank, mesh)
-            if kind in SHARDED:
-                result[f"{kind}/grad_nan"] = grad_nan(kind, rank)
-        for around in ("forward", "backward"):
-            result[f"ddp/no_sync_around_{around}"] = ddp_no_sync(around, rank)
-    finally:
-        mesh = None
-        with open(sys.argv[1], "w") as out:
-            json.dump(result, out)
-        gc.collect()  # models a stop left in cycles (its traceback's frames) go now, not at teardown
-        dist.destroy_process_group()
+    for kind in SETUPS:
+        for width in WIDTHS:
+            result[f"{kind}/{width}"] = one_setup(kind, width, rank, mesh)
+        if kind in SHARDED:
+            result[f"{kind}/grad_nan"] = grad_nan(kind, rank)
+    for around in ("forward", "backward"):
+        result[f"ddp/no_sync_around_{around}"] = ddp_no_sync(around, rank)
 
 
 if __name__ == "__main__":
-    main()
+    run_rank(checks)

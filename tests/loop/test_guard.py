@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import inspect
 import math
 
 import pytest
@@ -19,6 +18,7 @@ import hooktui.loop.where
 from hooktui.engine.trace_file import read_trace_file
 from hooktui.ui.app import HooktuiApp
 from loop_helpers import SAMPLES, hook_dicts, tensor_hooks, use_pilot, wait_for
+from nan_models import ZeroVarianceNorm, fp16_overflow_model, line_of, zero_variance_model
 
 
 def load(name: str):
@@ -26,13 +26,6 @@ def load(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def line_of(obj, text: str) -> int:
-    lines, start = inspect.getsourcelines(obj)
-    hits = [start + i for i, line in enumerate(lines) if text in line]
-    assert len(hits) == 1, hits
-    return hits[0]
 
 
 def loop(model, batches, loss_fn, **options):
@@ -82,27 +75,14 @@ def test_sqrt_of_zero_in_backward_names_the_node():
     assert events[-1].index == error.index and events[-1].hook == "node"
 
 
-class ZeroVarianceNorm(nn.Module):
-    def forward(self, x):
-        return (x - x.mean()) / x.std()  # a constant input: 0 / 0
-
-
 def test_division_by_a_zero_variance():
-    model = nn.Sequential(nn.Linear(2, 2), ZeroVarianceNorm())
-    with torch.no_grad():
-        model[0].weight.zero_()
-        model[0].bias.fill_(1.0)
-    error = loop(model, [torch.randn(3, 2)], lambda out: out.sum())
+    error = loop(zero_variance_model(), [torch.randn(3, 2)], lambda out: out.sum())
     assert (error.born.module, error.born.tensor, error.born.phase) == ("1", "output", "forward")
     assert "NaN" in error.born.what and f":{line_of(ZeroVarianceNorm, 'x.std()')}:" in str(error)
 
 
 def test_fp16_overflow():
-    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)).half()
-    with torch.no_grad():
-        for layer in model:
-            layer.weight.fill_(300.0)
-            layer.bias.zero_()
+    model = fp16_overflow_model()
     x = torch.ones(1, 4, dtype=torch.float16)
     assert torch.isfinite(model[0](x)).all() and not torch.isfinite(model(x)).all()  # 1200, then 1.44e6 > 65504
     error = loop(model, [x], lambda out: out.float().clamp(max=1).sum())

@@ -16,7 +16,8 @@ import hooktui
 from hooktui.engine import lazy_stats
 from hooktui.engine.stats import StatsOptions
 from hooktui.engine.trace_file import read_trace_file
-from test_guard import LogHead, ZeroVarianceNorm, load, loop
+from nan_models import fp16_overflow_model, zero_variance_model
+from test_guard import LogHead, load, loop
 
 DEFER = StatsOptions(defer_host=True)
 
@@ -67,27 +68,12 @@ def test_sqrt_of_zero_in_backward_names_the_node():
 
 
 def test_division_by_a_zero_variance():
-    def build():
-        model = nn.Sequential(nn.Linear(2, 2), ZeroVarianceNorm())
-        with torch.no_grad():
-            model[0].weight.zero_()
-            model[0].bias.fill_(1.0)
-        return model
-
     torch.manual_seed(2)
-    _both(build, [torch.randn(3, 2)], lambda out: out.sum())
+    _both(zero_variance_model, [torch.randn(3, 2)], lambda out: out.sum())
 
 
 def test_fp16_overflow():
-    def build():
-        model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)).half()
-        with torch.no_grad():
-            for layer in model:
-                layer.weight.fill_(300.0)
-                layer.bias.zero_()
-        return model
-
-    _both(build, [torch.ones(1, 4, dtype=torch.float16)], lambda out: out.float().clamp(max=1).sum())
+    _both(fp16_overflow_model, [torch.ones(1, 4, dtype=torch.float16)], lambda out: out.float().clamp(max=1).sum())
 
 
 def test_exploding_gradient_with_a_threshold():

@@ -6,33 +6,22 @@ the named parameters."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from hooktui.engine.compare import compare
 from hooktui.engine.records import Event
-from ranks import free_port
+from ranks import run_ranks
 
 pytest.importorskip("torch.distributed.fsdp")
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory) -> dict:
     """The worker's one run (DDP, FSDP1, FSDP2, TP), shared by the tests below."""
-    tmp_path = tmp_path_factory.mktemp("wrapped")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(free_port()), "HOOKTUI_DIR": str(tmp_path), "PYTHONPATH": str(HERE.parents[1])})
-    done = subprocess.run([sys.executable, str(HERE / "wrapped_worker.py"), str(tmp_path / "result.json")],
-                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((tmp_path / "result.json").read_text())
+    results, _ = run_ranks("wrapped_worker.py", tmp_path_factory.mktemp("wrapped"), world=1)
+    return results[0]
 
 
 def test_ddp_and_fsdp1_traces_carry_the_models_names_and_align(result):

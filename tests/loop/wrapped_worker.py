@@ -3,11 +3,7 @@ under DDP, FSDP1 (flat parameters, also with use_orig_params=True), FSDP2 and te
 modules, and a plain copy's .grad, as JSON to argv[1]. FSDP2's and TP's models also carry
 a forward hook of the user's, which doubles layer 3's output."""
 
-import json
-import sys
-
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -17,6 +13,7 @@ from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import hooktui
+from rank_main import run_rank
 
 
 def build() -> nn.Module:
@@ -28,39 +25,33 @@ def doubled(module, args, output):
     return output * 2
 
 
-def main() -> None:
-    dist.init_process_group("gloo")
-    result = {"plain_names": [name for name, _ in build().named_modules()]}
-    try:
-        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
-        plain = build()
-        plain(x).sum().backward()
-        result["plain_grads"] = {name: p.grad.reshape(-1).tolist() for name, p in plain.named_parameters()}
-        wrapped = {
-            "ddp": DDP(build()),
-            "fsdp1": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu")),
-            "fsdp1_orig": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
-                               use_orig_params=True),
+def checks(result: dict) -> None:
+    result["plain_names"] = [name for name, _ in build().named_modules()]
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+    plain = build()
+    plain(x).sum().backward()
+    result["plain_grads"] = {name: p.grad.reshape(-1).tolist() for name, p in plain.named_parameters()}
+    wrapped = {
+        "ddp": DDP(build()),
+        "fsdp1": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu")),
+        "fsdp1_orig": FSDP(build(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}), device_id=torch.device("cpu"),
+                           use_orig_params=True),
+    }
+    fsdp2 = build()
+    fully_shard(fsdp2[0])
+    wrapped["fsdp2"] = fully_shard(fsdp2)
+    tp = build()
+    wrapped["tp"] = parallelize_module(tp, init_device_mesh("cpu", (1,)), {"0": ColwiseParallel(), "3": RowwiseParallel()})
+    for model in (fsdp2, tp):
+        model[3].register_forward_hook(doubled)
+    for kind, model in wrapped.items():
+        trace = hooktui.record(model, x, lambda out: out.sum())
+        result[kind] = {
+            "error": None if trace.error is None else trace.error.message,
+            "events": [e.to_dict() for e in trace.events],
+            "modules": [[m.name, m.raw_name, m.type] for m in trace.info.modules],
         }
-        fsdp2 = build()
-        fully_shard(fsdp2[0])
-        wrapped["fsdp2"] = fully_shard(fsdp2)
-        tp = build()
-        wrapped["tp"] = parallelize_module(tp, init_device_mesh("cpu", (1,)), {"0": ColwiseParallel(), "3": RowwiseParallel()})
-        for model in (fsdp2, tp):
-            model[3].register_forward_hook(doubled)
-        for kind, model in wrapped.items():
-            trace = hooktui.record(model, x, lambda out: out.sum())
-            result[kind] = {
-                "error": None if trace.error is None else trace.error.message,
-                "events": [e.to_dict() for e in trace.events],
-                "modules": [[m.name, m.raw_name, m.type] for m in trace.info.modules],
-            }
-    finally:
-        with open(sys.argv[1], "w") as out:
-            json.dump(result, out)
-        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main()
+    run_rank(checks)

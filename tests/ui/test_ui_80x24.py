@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import copy
 
-from hooktui.engine.session import record
-from hooktui.engine.loader import load_target
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.tensors import fit_columns
 
 from screen_text import screen_rows
-from ui_helpers import SAMPLES, run
+from ui_helpers import recorded, run
 
 LONG = "the module's input args[0]"  # a node firing's label: `grad_inputs[1] → the module's input args[0]`
-
-
-def recorded(name: str):
-    loaded = load_target(SAMPLES / name)
-    trace = record(loaded.model, loaded.inputs, loaded.loss_fn)
-    return trace.info, trace.events
 
 
 def test_the_label_gives_way_to_the_statistics_and_the_histogram_shows_only_whole():

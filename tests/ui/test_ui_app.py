@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from hooktui.engine.loader import load_target
 from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
-from hooktui.engine.session import Session, record
+from hooktui.engine.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.error import ErrorScreen
@@ -21,14 +20,8 @@ from hooktui.ui.widgets.timeline import Timeline
 from hooktui.ui.widgets.values import ValuesPane
 from hooktui.ui.widgets.values_grid import ValuesGrid
 
-from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
+from ui_helpers import paused_at, paused_at_start, recorded, run, sample_app, wait_for
 from ui_models import FailsInBackward, FailsInForward, inputs
-
-
-def recorded(name: str):
-    loaded = load_target(SAMPLES / name)
-    trace = record(loaded.model, loaded.inputs, loaded.loss_fn)
-    return trace.info, trace.events
 
 
 def summary(event: Event):
@@ -51,8 +44,7 @@ def test_stepping_order_matches_the_engine_record(name):
 
     async def script():
         app = sample_app(name)
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             seen = [summary(app.current)]
             for position in range(1, len(expected)):
                 await pilot.press("n")
@@ -71,8 +63,7 @@ def test_stepping_order_matches_the_engine_record(name):
 def test_step_back_then_forward_walks_history_before_advancing_the_model():
     async def script():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             for position in range(1, 5):
                 await pilot.press("n")
                 await paused_at(pilot, position)
@@ -98,8 +89,7 @@ def test_breakpoint_on_fc1_stops_in_forward_and_backward():
 
     async def script():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("n")
             await paused_at(pilot, 1)
             assert app.current.module == "fc1"
@@ -127,8 +117,7 @@ def test_breakpoint_from_the_tree_selection_and_break_on_backward():
 
     async def script():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             tree = app.query_one("#tree")
             tree.focus()
             tree.move_cursor(tree.node_for("fc2"))
@@ -159,8 +148,7 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
     holder = {}
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("B", "c")
             await paused_at(pilot, first_backward)
             assert app.current.phase == "backward" and app.session.gate.paused
@@ -184,8 +172,7 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
 def test_model_exception_shows_modal_and_app_stays_usable(model_cls, phase):
     async def script():
         app = HooktuiApp(session=Session(model_cls(), inputs()), show_timings=False)
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error screen")
             assert app.state == "failed"
@@ -390,8 +377,7 @@ def test_continue_streams_to_the_end():
 
     async def script():
         app = sample_app("cnn.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end")
             n = len(expected)

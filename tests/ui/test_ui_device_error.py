@@ -8,7 +8,7 @@ from torch import nn
 from hooktui.engine.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
-from ui_helpers import paused_at, run, wait_for
+from ui_helpers import paused_at_start, run, wait_for
 
 
 def test_error_screen_gives_the_device_fix():
@@ -18,8 +18,7 @@ def test_error_screen_gives_the_device_fix():
     shown = {}
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error screen")
             shown["head"] = str(app.screen.query_one("#error-head").render())

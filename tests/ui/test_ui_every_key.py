@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input
 
 from hooktui.ui.keys import key_help
-from ui_helpers import paused_at, run, sample_app, wait_for
+from ui_helpers import paused_at_start, run, sample_app, wait_for
 
 # Keys pressed first, in this order (the rest of the help follows): step, step into,
 # finish, back, a module breakpoint, the backward break, then the NaN break and continue.
@@ -22,8 +22,7 @@ def test_every_key_in_the_help_on_a_live_model_that_goes_nan():
     pressed, nonfinite = [], []
 
     async def script():
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             listed = [action for _, _, action in key_help(app)]
             keys = _first_keys(app)
             assert set(FIRST + LAST) <= set(listed) <= set(keys), sorted(listed)

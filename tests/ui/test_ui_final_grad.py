@@ -13,7 +13,7 @@ from hooktui.engine.session import Session
 from hooktui.ui.app import HooktuiApp
 
 from screen_text import screen_rows
-from ui_helpers import paused_at, run, wait_for
+from ui_helpers import paused_at_start, run, wait_for
 
 
 def test_the_app_pauses_at_a_final_grad_and_shows_it_readable_at_80x24(tmp_path):
@@ -27,8 +27,7 @@ def test_the_app_pauses_at_a_final_grad_and_shows_it_readable_at_80x24(tmp_path)
 
         async def script():
             app = HooktuiApp(session=session, show_timings=False)
-            async with app.run_test(size=(80, 24), notifications=False) as pilot:
-                await paused_at(pilot, 0)
+            async with paused_at_start(app) as pilot:
                 await pilot.press("c")
                 await wait_for(pilot, lambda: app.state == "paused" and app.current.hook == "final_grad", "the final_grad")
                 event = app.current

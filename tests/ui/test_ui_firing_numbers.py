@@ -13,7 +13,7 @@ from hooktui.engine.loader import load_target
 from hooktui.engine.records import Event, position_of
 from hooktui.engine.session import record
 
-from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
+from ui_helpers import SAMPLES, paused_at_start, run, sample_app, step_to, wait_for
 
 
 def numbered(events: list[Event]) -> dict[tuple, int]:
@@ -27,19 +27,6 @@ def numbered(events: list[Event]) -> dict[tuple, int]:
     return out
 
 
-async def step_to(pilot, hook: str, module: str) -> None:
-    """Press `n` until the live model pauses at the first `hook` firing of `module`."""
-    app = pilot.app
-    for _ in range(200):
-        event = app.current
-        if app.state == "paused" and event is not None and (event.hook, event.module) == (hook, module) and app.history.at_latest:
-            return
-        last = len(app.history)
-        await pilot.press("n")
-        await wait_for(pilot, lambda last=last: app.state != "running" and len(app.history) > last, "the next pause")
-    raise AssertionError(f"never paused at {hook} of {module}")
-
-
 def test_stepping_into_nodes_leaves_every_plain_firing_its_number():
     loaded = load_target(SAMPLES / "cnn.py")
     plain = record(loaded.model, loaded.inputs, loaded.loss_fn).events
@@ -48,10 +35,9 @@ def test_stepping_into_nodes_leaves_every_plain_firing_its_number():
 
     async def script():
         app = sample_app("cnn.py")
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             for module in ("head", "features.5"):  # `s` at the head, as the issue did, then deeper
-                await step_to(pilot, "backward_pre", module)
+                await step_to(pilot, "backward_pre", module, presses=200)
                 at = app.current
                 last = len(app.history)
                 await pilot.press("s")

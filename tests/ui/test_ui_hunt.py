@@ -12,7 +12,7 @@ from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.breakpoints import BreakpointsScreen
 from hooktui.ui.screens.console import ConsoleScreen
 from hooktui.ui.widgets.explain import ExplainPane
-from ui_helpers import ROOT, SAMPLES, paused_at, run, sample_app, wait_for
+from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, wait_for
 
 
 def first_nan_grad(path):
@@ -39,8 +39,7 @@ def test_bang_then_continue_stops_at_the_first_nan_with_where_it_was_born():
     app = sample_app("nan_hunt.py")
 
     async def script():
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             await pilot.press("exclamation_mark")
             assert Breakpoint.nonfinite() in app.source.breakpoints
             await pilot.press("c")
@@ -63,8 +62,7 @@ def test_breakpoints_screen_adds_disables_deletes_and_counts_hits():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("K")
             assert isinstance(app.screen, BreakpointsScreen)
             await pilot.press(*"norm > 1e9")  # typed straight away: the first key starts the input
@@ -100,8 +98,7 @@ def test_console_evaluates_live_tensors_and_shows_errors():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("n")
             await paused_at(pilot, 1)
             event = app.current
@@ -219,8 +216,7 @@ def test_condition_and_threshold_added_in_the_app_stop_the_run():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("K", *'if grad_output is not None and module.__class__.__name__ == "Linear"', "enter", "escape")
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the condition's stop")
@@ -241,8 +237,7 @@ def test_K_then_a_adds_a_breakpoint_when_there_are_none():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("K", "a", *"nan", "enter")
             assert [s.breakpoint.kind for s in app.source.breakpoint_list.states()] == ["nonfinite"]
             await pilot.press("a", *"absmax > 10", "enter")
@@ -255,8 +250,7 @@ def test_B_says_so_and_the_breakpoints_screen_lists_it():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("B")
             assert app.source.break_on_backward
             assert any("break when backward starts: on" in str(n.message) for n in app._notifications)
@@ -281,8 +275,7 @@ def test_go_to_firing_number():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
             target = app.history.events[len(app.history.events) // 2].index
@@ -301,8 +294,7 @@ def test_at_a_nan_stop_the_values_pane_shows_the_bad_tensor_at_its_first_nan():
     app = sample_app("nan_hunt.py")
 
     async def script():
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             await pilot.press("exclamation_mark", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the stop")
             await pilot.pause()
@@ -326,8 +318,7 @@ def test_console_runs_statements_and_keeps_their_names_across_firings():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("n")
             await paused_at(pilot, 1)
             live_x = app.source.live_firing(app.current).scope["args"][0]
@@ -376,8 +367,7 @@ def test_hits_count_stops_made_walking_the_history_once_each():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(100, 30), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
             fc1 = [e.index for e in app.history.events if e.module == "fc1"]
@@ -406,8 +396,7 @@ def test_S_saves_the_live_session_for_view_and_diff(tmp_path, monkeypatch):
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("n", "n", "n")
             await paused_at(pilot, 3)
             await pilot.press("S")

@@ -17,7 +17,7 @@ from hooktui.ui.keys import key_help
 from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.overview import OverviewRows, bar, bar_level, short_number
 
-from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
+from ui_helpers import SAMPLES, paused_at, paused_at_start, run, sample_app, wait_for
 
 
 def screen_rows(app) -> list[str]:
@@ -33,8 +33,7 @@ def test_w_opens_the_overview_and_it_is_in_help_and_the_palette():
     app = sample_app("cnn.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             assert any(action == "overview" and keys == "w" for keys, _, action in key_help(app))
             assert any("Overview" in str(c.title) for c in app.get_system_commands(app.screen))
             await pilot.press("w")
@@ -67,8 +66,7 @@ def test_enter_and_j_jump_to_the_selected_calls_firings():
     app = sample_app("cnn.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
             events = app.history.events
@@ -188,8 +186,7 @@ def test_nan_rows_are_flagged_by_text_and_the_selection_by_reverse_video():
     app = sample_app("nan.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
             await pilot.press("w")

@@ -22,7 +22,7 @@ from hooktui.ui.widgets.status import StatusInfo, status_text
 from hooktui.ui.widgets.timeline import Timeline, main_shape
 
 from test_ui_hostile import screen_text
-from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
+from ui_helpers import SAMPLES, paused_at_start, run, sample_app, wait_for
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
@@ -39,8 +39,7 @@ def test_the_filter_box_shows_the_text_as_it_is_typed():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("slash", "f", "c", "2")
             await pilot.pause()
             assert "fc2" in screen_text(app).split("\t")[1]  # the filter row, before enter
@@ -89,8 +88,7 @@ def test_a_firing_has_the_same_number_in_the_app_and_in_trace():
     app = sample_app("seed.py", legacy=False)  # plain `hooktui`: legacy recorded, hidden
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end")
             shown = [(e.index, e.hook, e.module, e.call) for e in app.history.events if e.hook not in app.history.hidden]
@@ -130,8 +128,7 @@ def test_keys_that_cannot_act_say_why(key, says):
     notes = []
 
     async def script():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press(key)
             await pilot.pause()
             notes.extend(n.message for n in app._notifications)
@@ -144,8 +141,7 @@ def test_the_palette_lists_quit_once():
     app = sample_app("seed.py")
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app):
             titles = [str(c.title) for c in app.get_system_commands(app.screen)]
             assert sum(t.lower().startswith("quit") for t in titles) == 1, titles
 
@@ -182,8 +178,7 @@ def test_focus_is_shown_by_shape_not_only_colour():
         return any(seg.style is not None and seg.style.reverse and "#" in seg.text for seg in strip)
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             assert app.focused.id == "timeline"
             rows = screen_text(app).split("\t")
             assert header_reversed() and "▐" not in rows[1]

@@ -47,6 +47,15 @@ async def _step_until(pilot, key: str, done) -> None:
     raise AssertionError("never reached the firing")
 
 
+async def _cnn_at_the_heads_backward(pilot) -> None:
+    """From firing 0: `B` (break when backward starts) and `c` to there, then `n` up to the
+    head's backward firing."""
+    await paused_at(pilot, 0)
+    await pilot.press("B", "c")
+    pilot.app.clear_notifications()  # B says "on" in a toast: not what the snapshots show
+    await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_cnn_first_forward_firing(snap_compare, size):
     async def run_before(pilot):
@@ -58,10 +67,7 @@ def test_cnn_first_forward_firing(snap_compare, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_cnn_backward_firing_with_autograd_pane(snap_compare, size):
     async def run_before(pilot):
-        await paused_at(pilot, 0)
-        await pilot.press("B", "c")
-        pilot.app.clear_notifications()  # B says "on" in a toast: not what this snapshot shows
-        await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+        await _cnn_at_the_heads_backward(pilot)
         await pilot.press("a")
         await pilot.pause()
 
@@ -136,10 +142,7 @@ def test_overview_cnn_during_backward(snap_compare, size):
     """Every call's output; the gradients so far (backward has reached the head), ▶ there."""
 
     async def run_before(pilot):
-        await paused_at(pilot, 0)
-        await pilot.press("B", "c")
-        pilot.app.clear_notifications()  # B says "on" in a toast: not what this snapshot shows
-        await _step_until(pilot, "n", lambda e: e.module == "head" and e.hook == "backward")
+        await _cnn_at_the_heads_backward(pilot)
         await pilot.press("w")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, OverviewScreen), "the overview")
         await pilot.pause()

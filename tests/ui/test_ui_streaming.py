@@ -13,7 +13,7 @@ from hooktui.ui import app as app_module
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.timeline import Timeline
 
-from ui_helpers import paused_at, run, wait_for
+from ui_helpers import paused_at_start, run, wait_for
 
 
 class Slow(nn.Module):
@@ -54,8 +54,7 @@ def test_a_slow_redraw_spaces_the_next_ones_and_the_timeline_still_gets_every_fi
     monkeypatch.setattr(HooktuiApp, "_redraw", timed_redraw)
 
     async def script():
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end")
             n = len(app.history)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hooktui.ui.widgets.module_tree import ModuleTree
 
-from ui_helpers import paused_at, run, sample_app, wait_for
+from ui_helpers import paused_at_start, run, sample_app, wait_for
 
 
 def expected_marks(app) -> dict[str, tuple[bool, bool, bool]]:
@@ -27,8 +27,7 @@ def drawn_marks(tree: ModuleTree) -> dict[str, tuple[bool, bool, bool]]:
 def test_tree_marks_match_the_history_after_many_moves():
     async def go():
         app = sample_app("seed.py")
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             tree = app.module_tree
             checked = 0
 

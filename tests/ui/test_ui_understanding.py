@@ -8,34 +8,13 @@ import io
 
 from rich.console import Console
 
-from hooktui.engine.loader import load_target
-from hooktui.engine.session import record
 from hooktui.explain import explain
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.explain import ExplainPane
 from hooktui.ui.widgets.lower import LowerPanes
 from hooktui.ui.widgets.timeline import Timeline
 
-from ui_helpers import SAMPLES, paused_at, run, sample_app, wait_for
-
-
-def recorded(name: str, **kwargs):
-    loaded = load_target(SAMPLES / name)
-    trace = record(loaded.model, loaded.inputs, loaded.loss_fn, **kwargs)
-    return trace.info, trace.events
-
-
-async def step_to(pilot, hook: str, module: str) -> None:
-    """Press `n` until the live model pauses at the first `hook` firing of `module`."""
-    app = pilot.app
-    for _ in range(100):
-        event = app.current
-        if app.state == "paused" and event is not None and (event.hook, event.module) == (hook, module) and app.history.at_latest:
-            return
-        last = len(app.history)
-        await pilot.press("n")
-        await wait_for(pilot, lambda last=last: app.state != "running" and len(app.history) > last, "the next pause")
-    raise AssertionError(f"never paused at {hook} of {module}")
+from ui_helpers import paused_at_start, recorded, run, sample_app, step_to, wait_for
 
 
 def timeline_hooks(app: HooktuiApp) -> list[str]:
@@ -46,8 +25,7 @@ def timeline_hooks(app: HooktuiApp) -> list[str]:
 def test_step_into_shows_node_firings_and_finish_reaches_the_backward():
     async def script():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             # fc1: `s` at its backward_pre, then `n`: node firings of fc1, in the engine's order.
             await step_to(pilot, "backward_pre", "fc1")
             start = app.history.cursor
@@ -74,8 +52,7 @@ def test_finish_runs_to_the_call_backward_live_and_in_replay():
 
     async def live():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await step_to(pilot, "backward_pre", "fc2")
             start = len(app.history)
             await pilot.press("s")
@@ -108,8 +85,7 @@ def test_legacy_toggle_shows_and_hides_legacy_firings():
 
     async def script():
         app = sample_app("seed.py", legacy=False)
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             assert not app.legacy_shown and "legacy_backward" in app.session.gate.skip_hooks
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end")
@@ -135,8 +111,7 @@ def test_legacy_toggle_shows_and_hides_legacy_firings():
 def test_legacy_flag_pauses_at_legacy_firings():
     async def script():
         app = sample_app("seed.py", legacy=True)
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             assert app.legacy_shown
             await step_to(pilot, "legacy_backward", "fc1")
             explain_pane = app.query_one(ExplainPane)
@@ -175,8 +150,7 @@ def test_jump_from_backward_to_its_forward_and_back():
 def test_explain_pane_says_what_explain_returns_and_follows_new_firings():
     async def script():
         app = sample_app("seed.py")
-        async with app.run_test(size=(80, 24), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app) as pilot:
             await step_to(pilot, "backward", "fc1")
             await pilot.press("x")
             lower = app.query_one(LowerPanes)

@@ -10,7 +10,7 @@ from hooktui.ui.screens.user_hooks import UserHooksScreen
 from hooktui.ui.widgets.module_tree import ModuleTree
 from hooktui.ui.widgets.source_view import SourceView
 
-from ui_helpers import ROOT, paused_at, run, sample_app, wait_for
+from ui_helpers import ROOT, paused_at, paused_at_start, run, sample_app, wait_for
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 HOOK_LINE = next(i for i, line in enumerate((ROOT / "sample_models" / "seed_user_hook.py").read_text().splitlines(), 1) if line.startswith("def printgradnorm"))
@@ -36,8 +36,7 @@ async def _break_on_the_users_hook(pilot) -> None:
 def test_hooks_screen_lists_the_users_hook_and_b_breaks_where_it_fires():
     async def script():
         app = sample_app("seed_user_hook.py")
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             tree = app.query_one(ModuleTree)
             assert str(tree.node_for("fc1").label).endswith("Linear H")
             assert not str(tree.node_for("fc2").label).endswith("H")

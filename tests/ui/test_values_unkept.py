@@ -20,7 +20,7 @@ def test_nothing_to_say_when_every_slice_was_kept_or_there_are_no_slices():
 
 def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kept():
     """Issue 12, item 19, in the app: cnn.py's input (1, 3, 32, 32) keeps one 32x32 block."""
-    from ui_helpers import paused_at, run, sample_app
+    from ui_helpers import paused_at_start, run, sample_app
 
     from hooktui.format import number
     from hooktui.ui.app import HooktuiApp
@@ -31,8 +31,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
     x = app.session.args[0]
 
     async def live():
-        async with app.run_test(size=(120, 40), notifications=False) as pilot:
-            await paused_at(pilot, 0)
+        async with paused_at_start(app, size=(120, 40)) as pilot:
             await pilot.press("v")
             values = app.query_one(ValuesPane)
             assert values.tensor.shape == [1, 3, 32, 32] and values.tensor.values_shape == [1, 1, 32, 32]

@@ -1,19 +1,29 @@
-"""Helpers for the UI tests: build apps on the sample models, wait for the worker."""
+"""Helpers for the UI tests: record a sample model's step, build apps on the sample models,
+wait for the worker and step the live model."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from hooktui.commands.common import session_for
 from hooktui.engine.loader import load_target
+from hooktui.engine.session import record
 from hooktui.ui.app import HooktuiApp
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_models"
 TIMEOUT = 20.0
+
+
+def recorded(name: str, **kwargs):
+    """A sample model's step recorded (`record`'s keywords): its trace's info and firings."""
+    loaded = load_target(SAMPLES / name)
+    trace = record(loaded.model, loaded.inputs, loaded.loss_fn, **kwargs)
+    return trace.info, trace.events
 
 
 def sample_app(name: str, *, legacy: bool | None = None, **kwargs) -> HooktuiApp:
@@ -39,6 +49,29 @@ async def paused_at(pilot, position: int) -> None:
     """Wait until the live model is paused and the app shows firing `position`."""
     app = pilot.app
     await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor == position, f"pause at {position}")
+
+
+@asynccontextmanager
+async def paused_at_start(app: HooktuiApp, size: tuple[int, int] = (80, 24)) -> AsyncIterator:
+    """Run `app` under Textual's pilot, headless and without notifications, and wait until
+    its live model is paused at firing 0; gives the pilot."""
+    async with app.run_test(size=size, notifications=False) as pilot:
+        await paused_at(pilot, 0)
+        yield pilot
+
+
+async def step_to(pilot, hook: str, module: str, presses: int = 100) -> None:
+    """Press `n` (`presses` times at most) until the live model pauses at the first `hook`
+    firing of `module`."""
+    app = pilot.app
+    for _ in range(presses):
+        event = app.current
+        if app.state == "paused" and event is not None and (event.hook, event.module) == (hook, module) and app.history.at_latest:
+            return
+        last = len(app.history)
+        await pilot.press("n")
+        await wait_for(pilot, lambda last=last: app.state != "running" and len(app.history) > last, "the next pause")
+    raise AssertionError(f"never paused at {hook} of {module}")
 
 
 def run(coro) -> None:
