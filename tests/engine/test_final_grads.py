@@ -140,14 +140,11 @@ def test_a_final_grad_that_fails_is_noted_and_the_step_is_plain(one_rank, monkey
     assert finals == ([] if where == "finals" else ["0.weight", "2.weight", "2.bias"])
 
 
-@pytest.mark.parametrize("no_sync_around", ["forward", "backward"])
-def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, no_sync_around):
-    """DDP prepares its all-reduce in forward, only outside no_sync(): a forward under
-    no_sync() with its backward outside all-reduces nothing; a forward outside with its
-    backward under no_sync() does. The notes and final_grad firings say what DDP did, which
-    a plain twin's comm hook (called once per bucket it all-reduces) tells."""
-    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
-    buckets = []
+def count_all_reduces(ddp: nn.Module) -> list[int]:
+    """A comm hook on `ddp` that all-reduces nothing (one rank: the bucket is its own
+    average) and notes each bucket DDP hands it: the list stays empty when DDP skipped
+    the all-reduce."""
+    buckets: list[int] = []
 
     def counted(state, bucket):
         buckets.append(bucket.index())
@@ -155,7 +152,18 @@ def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, n
         done.set_result(bucket.buffer())
         return done
 
-    twin.register_comm_hook(None, counted)
+    ddp.register_comm_hook(None, counted)
+    return buckets
+
+
+@pytest.mark.parametrize("no_sync_around", ["forward", "backward"])
+def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, no_sync_around):
+    """DDP prepares its all-reduce in forward, only outside no_sync(): a forward under
+    no_sync() with its backward outside all-reduces nothing; a forward outside with its
+    backward under no_sync() does. The notes and final_grad firings say what DDP did, which
+    a plain twin's comm hook (called once per bucket it all-reduces) tells."""
+    model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
+    buckets = count_all_reduces(twin)
 
     def step(ddp: nn.Module, later: contextlib.ExitStack) -> torch.Tensor:
         if no_sync_around == "forward":
@@ -225,15 +233,7 @@ def test_any_forward_of_the_step_that_prepared_ddp_makes_its_backward_all_reduce
     it clears require_forward_param_sync. The notes and final_grad firings follow what DDP
     did, which a plain twin's comm hook (called once per bucket it all-reduces) tells."""
     model, twin = nn.parallel.DistributedDataParallel(build()), nn.parallel.DistributedDataParallel(build())
-    buckets = []
-
-    def counted(state, bucket):
-        buckets.append(bucket.index())
-        done = torch.futures.Future()
-        done.set_result(bucket.buffer())
-        return done
-
-    twin.register_comm_hook(None, counted)
+    buckets = count_all_reduces(twin)
     _one_step(twin, pattern).backward()
     assert bool(buckets) is all_reduces  # PyTorch's own behaviour, which the test relies on
     trace = record(model, None, step=lambda: _one_step(model, pattern), restore_model=False)
