@@ -140,6 +140,19 @@ def test_a_final_grad_that_fails_is_noted_and_the_step_is_plain(one_rank, monkey
     assert finals == ([] if where == "finals" else ["0.weight", "2.weight", "2.bias"])
 
 
+def says_ddp_all_reduced(trace, all_reduced: bool) -> None:
+    """The 4 param_grad notes and the final_grad firings say what DDP did (one rank)."""
+    notes = [e.notes[0] for e in trace.events if e.hook == "param_grad"]
+    assert len(notes) == 4
+    finals = [e for e in trace.events if e.hook == "final_grad"]
+    if all_reduced:
+        assert all(n.startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank") for n in notes), notes
+        assert len(finals) == 4
+    else:
+        assert all(n.startswith("DDP under no_sync()") for n in notes), notes
+        assert finals == []
+
+
 def count_all_reduces(ddp: nn.Module) -> list[int]:
     """A comm hook on `ddp` that all-reduces nothing (one rank: the bucket is its own
     average) and notes each bucket DDP hands it: the list stays empty when DDP skipped
@@ -180,15 +193,7 @@ def test_ddp_decides_at_the_forward_whether_its_backward_all_reduces(one_rank, n
     with contextlib.ExitStack() as later:
         trace = record(model, None, step=lambda: step(model, later))
     assert trace.error is None
-    notes = [e.notes[0] for e in trace.events if e.hook == "param_grad"]
-    assert len(notes) == 4
-    finals = [e for e in trace.events if e.hook == "final_grad"]
-    if reduced:
-        assert all(n.startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank") for n in notes), notes
-        assert len(finals) == 4
-    else:
-        assert all(n.startswith("DDP under no_sync()") for n in notes), notes
-        assert finals == []
+    says_ddp_all_reduced(trace, reduced)
 
 
 def _one_step(ddp: nn.Module, pattern: str) -> torch.Tensor:
@@ -239,15 +244,7 @@ def test_any_forward_of_the_step_that_prepared_ddp_makes_its_backward_all_reduce
     trace = record(model, None, step=lambda: _one_step(model, pattern), restore_model=False)
     assert trace.error is None
     assert all(torch.equal(p.grad, q.grad) for p, q in zip(model.parameters(), twin.parameters()))
-    notes = [e.notes[0] for e in trace.events if e.hook == "param_grad"]
-    assert len(notes) == 4
-    finals = [e for e in trace.events if e.hook == "final_grad"]
-    if all_reduces:
-        assert all(n.startswith("DDP: this rank's gradient, before DDP averages it over the 1 rank") for n in notes), notes
-        assert len(finals) == 4
-    else:
-        assert all(n.startswith("DDP under no_sync()") for n in notes), notes
-        assert finals == []
+    says_ddp_all_reduced(trace, all_reduces)
 
 
 def test_a_failing_read_of_ddp_after_its_forward_is_noted_and_the_step_is_plain(one_rank, monkeypatch):
