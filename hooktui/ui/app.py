@@ -26,6 +26,7 @@ from ..engine.console import evaluate
 from ..engine.records import Event, TraceInfo, position_of
 from ..engine.trace_file import TraceFileError, write_trace
 from .against import Against
+from .ending import EndedBySignal, Ending, give_back_terminal
 from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
@@ -119,6 +120,7 @@ class HooktuiApp(NavigationActions, App):
         self.exit_on_signals = exit_on_signals
         # What the model printed while the app owned the terminal; written out after it.
         self.model_output: list[str] = []
+        self._ending: Ending | None = None  # the signals that end the app (exit_on_signals)
         self.history = History()
         self.info = self.source.info
         self._stepping = False  # a step was asked of the model and has not paused yet
@@ -169,9 +171,8 @@ class HooktuiApp(NavigationActions, App):
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
-            loop = asyncio.get_running_loop()
-            for signum in EXIT_SIGNALS:
-                loop.add_signal_handler(signum, self._exit_on_signal, signum)
+            self._ending = Ending(EXIT_SIGNALS, self._exit_on_signal)
+            self._ending.install(asyncio.get_running_loop())
         # The model's print() would be lost behind the app: keep it for after.
         self.begin_capture_print(self, stdout=True, stderr=True)
         label = self.info.model
@@ -636,15 +637,43 @@ class HooktuiApp(NavigationActions, App):
         self.source.quit()
         self.exit()
 
+    def get_driver_class(self):
+        driver = super().get_driver_class()
+        if driver.__name__ == "LinuxDriver":  # not TEXTUAL_DRIVER's (serve's web driver), nor Windows'
+            from .terminal_driver import TerminalDriver
+
+            return TerminalDriver
+        return driver
+
     def _exit_on_signal(self, signum: int) -> None:
         self.source.quit()
         self.exit(return_code=128 + signum)
+
+    def run(self, *args, **kwargs):
+        """Textual's run; a signal the event loop never got to answer (ending.py) ends
+        it too, with its exit status, the terminal given back."""
+        try:
+            return super().run(*args, **kwargs)
+        except EndedBySignal:
+            ending = self._ending
+            if ending is None or ending.signum is None:
+                raise
+            self.source.quit()
+            self._exit = True
+            self._return_code = 128 + ending.signum
+            give_back_terminal(self)
+            return None
+        finally:
+            if self._ending is not None:
+                self._ending.closed()
 
     def on_unmount(self) -> None:
         # Tell the model's thread to stop, without waiting: a model inside a long forward
         # only notices at its next firing, and the terminal must come back first. The
         # process itself ends at once whatever the model does (hooktui.ui.process).
         self.source.quit()
+        if self._ending is not None:  # its watchdog thread ends and lets go of the app
+            self._ending.closed()
 
 
 def _unused_name() -> str:

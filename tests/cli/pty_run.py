@@ -3,10 +3,12 @@ writes to the terminal, press keys, send signals, time how long it takes to end.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -33,25 +35,36 @@ class Ended(NamedTuple):
 
 class PtyApp:
     def __init__(
-        self, *args: str, size: tuple[int, int] = (80, 24), cwd: Path | str = ROOT, env: dict | None = None, python: bool = False
+        self,
+        *args: str,
+        size: tuple[int, int] = (80, 24),
+        cwd: Path | str = ROOT,
+        env: dict | None = None,
+        python: bool = False,
+        stdout: Path | None = None,
     ) -> None:
-        """`python -m hooktui ARGS`; with `python=True`, `python ARGS` (a script of the user's)."""
+        """`python -m hooktui ARGS`; with `python=True`, `python ARGS` (a script of the user's).
+        `stdout`: a file the process's stdout goes to instead of the terminal (`> log`)."""
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.slave_attrs = termios.tcgetattr(slave)  # cooked mode, before the app
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        environment.update({"TERM": "xterm-256color", "COLUMNS": str(size[0]), "LINES": str(size[1])})
+        # COLUMNS and LINES stay out, as in a real terminal (shells do not export them): the
+        # app must measure the terminal itself, whatever its stdout is (issue 29).
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k not in ("COLUMNS", "LINES")}
+        environment["TERM"] = "xterm-256color"
         environment.pop("NO_COLOR", None)
         environment.update(env or {})
-        self.process = subprocess.Popen(
-            [sys.executable, *([] if python else ["-m", "hooktui"]), *map(str, args)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,  # Textual draws on stderr
-            cwd=cwd,
-            env=environment,
-            start_new_session=True,
-        )
+        with contextlib.ExitStack() as files:
+            out = slave if stdout is None else files.enter_context(open(stdout, "wb"))  # the child keeps its copy
+            self.process = subprocess.Popen(
+                [sys.executable, *([] if python else ["-m", "hooktui"]), *map(str, args)],
+                stdin=slave,
+                stdout=out,
+                stderr=slave,  # Textual draws on stderr
+                cwd=cwd,
+                env=environment,
+                start_new_session=True,
+            )
         self.slave = slave
         self.output = bytearray()
         self._lock = threading.Lock()
@@ -82,6 +95,12 @@ class PtyApp:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {pattern!r}; last output {self.text()[-400:]!r}")
             time.sleep(0.02)
+
+    def resize(self, size: tuple[int, int]) -> None:
+        """The terminal's window becomes `size` (columns, lines). The child has no
+        controlling terminal (its own session), so SIGWINCH is sent as a terminal would."""
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        os.killpg(self.process.pid, signal.SIGWINCH)
 
     def press(self, keys: str) -> None:
         os.write(self.master, keys.encode())

@@ -176,8 +176,8 @@ class TensorsPane(Vertical):
 
     def show(self, event: Event | None, selected: int = 0) -> None:
         self._event, self._selected = event, selected
-        if not self._composed:
-            return  # on_mount shows it
+        if not self._composed or not self.query(DataTable):
+            return  # on_mount shows it (no table: being removed, as the lower panes recompose)
         table = self.table
         table.clear(columns=True)
         head = self.query_one("#notes", Static)
