@@ -4,6 +4,7 @@ exception reaches the caller; a step inside a long forward is waited for, never 
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -75,36 +76,50 @@ def test_the_steps_own_exception_reaches_the_caller(monkeypatch, path):
 
 
 class SlowForward(nn.Module):
+    """A forward that sleeps between its two module calls, saying where it is: `slept`
+    once the sleep is over, `b_ran` if self.b's forward ran."""
+
     def __init__(self) -> None:
         super().__init__()
         self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 1)
+        self.slept = threading.Event()
+        self.b_ran = False
+        self.b.register_forward_hook(self._b_ran)
+
+    def _b_ran(self, module, args, output) -> None:
+        self.b_ran = True
 
     def forward(self, x):
         h = self.a(x)
         time.sleep(1.0)  # the app is quit in here: nothing can stop the step before self.b
+        self.slept.set()
         return self.b(h)
 
 
 def test_quit_during_a_long_forward_waits_for_the_next_module_call(monkeypatch, capsys):
+    """What happened, not how long it took: `q` came inside the sleep, `debug` returned only
+    once the sleep was over, and the step stopped at self.b's call (its forward never ran)."""
     monkeypatch.setattr(hooktui.loop.in_app, "WAIT_QUIETLY", 0.05)
     model = SlowForward()
-    quit_at = []
+    slept_at_quit = []
 
     async def script(pilot):
         app = pilot.app
         await wait_for(pilot, lambda: app.state == "paused", "the first pause")
         await pilot.press("c")
         await wait_for(pilot, lambda: app.state == "running" and len(app.history) >= 3, "the step inside the sleep")
-        quit_at.append(time.monotonic())
+        slept_at_quit.append(model.slept.is_set())
         await pilot.press("q")
 
     use_pilot(monkeypatch, script)
+    hooks_before = hook_dicts(model)  # the test's own forward hook on self.b
     with pytest.raises(hooktui.Quit):
         hooktui.debug(model, lambda: model(torch.ones(1, 2)).sum())
-    waited = time.monotonic() - quit_at[0]
-    assert 0.3 < waited < 5.0
+    assert slept_at_quit == [False]  # quit while the forward slept
+    assert model.slept.is_set()  # debug waited for the step to leave the sleep
+    assert not model.b_ran  # and stopped it at its next module call
     assert "waiting for the step to reach its next module call" in capsys.readouterr().err
-    assert model.b.weight.grad is None and hook_dicts(model) == []
+    assert model.b.weight.grad is None and hook_dicts(model) == hooks_before
 
 
 def test_bad_arguments_are_refused_before_the_step_runs():
