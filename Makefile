@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 MODEL ?= sample_models/cnn.py
 STAMP := $(VENV)/.installed
 
-# The CUDA path on the CPU (hooktui/engine/stats.py's HOOKTUI_DEVICE_PATH: every summary
+# The CUDA path on the CPU (hooktui/engine/summaries/stats.py's HOOKTUI_DEVICE_PATH: every summary
 # a DeviceSnapshot, batched, one host copy per pause): the tests that read statistics
 # (parity, the app's keys and panes), the hunt, guard (also on two ranks), debug and diff,
 # run a second time.

@@ -1,7 +1,7 @@
 """`hooktui diff A.jsonl B.jsonl`: where do two runs part?
 
-Both files are read as untrusted trace files (engine/trace_file.py); the alignment and the
-comparison are engine/compare.py's. Prints the first firing whose tensors differ beyond the
+Both files are read as untrusted trace files (engine/records/trace_file.py); the alignment and the
+comparison are engine/analysis/compare.py's. Prints the first firing whose tensors differ beyond the
 tolerance and, per module, the largest relative difference; `--json` prints one JSON
 object instead. Each side is labelled with its rank when its header has one. Three files
 or more (one per rank) are diff_ranks.py's: which rank parted from the others first.
@@ -17,9 +17,9 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import UserError
-from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
-from ..engine.records import Event, TraceInfo
-from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
+from ..engine.analysis.compare import Comparison, FiringDiff, Tolerance, compare
+from ..engine.records.records import Event, TraceInfo
+from ..engine.records.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
 
 EXIT_AGREE, EXIT_DIFFER = 0, 1
