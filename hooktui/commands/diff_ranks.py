@@ -20,7 +20,7 @@ from ..engine.analysis.compare import Tolerance
 from ..engine.analysis.compare_ranks import RankComparison, RankFiring, compare_runs
 from ..engine.records.trace_file import LoadedTrace
 from ..visible import visible
-from .diff import EXIT_AGREE, EXIT_DIFFER, firing_label, side_json, side_label, tensor_lines, tensors_json
+from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, side_json, side_label, tensor_lines, tensors_json
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from hooktui.cli import main
-from hooktui.commands.diff import side_reason
+from hooktui.commands.diff_text import side_reason
 from hooktui.commands.diff_ranks import name_list, pair_of
 from hooktui.engine.analysis.compare_ranks import RankFiring
 from hooktui.engine.run.session import record
