@@ -41,7 +41,10 @@ run: install
 trace: install
 	$(BIN)/hooktui trace $(MODEL)
 
+# The import contracts first (pyproject.toml's [tool.importlinter]; README: How the engine
+# is laid out): a second, not minutes of tests, to hear of an import that goes the wrong way.
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-device-path
 
@@ -60,4 +63,4 @@ bench: install
 	$(BIN)/python benchmarks/gpu.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache snapshot_report.html
+	rm -rf $(VENV) build *.egg-info .pytest_cache .import_linter_cache snapshot_report.html
