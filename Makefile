@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 MODEL ?= sample_models/cnn.py
 STAMP := $(VENV)/.installed
 
-# The CUDA path on the CPU (hooktui/engine/stats.py's HOOKTUI_DEVICE_PATH: every summary
+# The CUDA path on the CPU (hooktui/engine/summaries/stats.py's HOOKTUI_DEVICE_PATH: every summary
 # a DeviceSnapshot, batched, one host copy per pause): the tests that read statistics
 # (parity, the app's keys and panes), the hunt, guard (also on two ranks), debug and diff,
 # run a second time.
@@ -41,7 +41,10 @@ run: install
 trace: install
 	$(BIN)/hooktui trace $(MODEL)
 
+# The import contracts first (pyproject.toml's [tool.importlinter]; README: How the engine
+# is laid out): a second, not minutes of tests, to hear of an import that goes the wrong way.
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 	$(MAKE) --no-print-directory test-device-path
 
@@ -60,4 +63,4 @@ bench: install
 	$(BIN)/python benchmarks/gpu.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache snapshot_report.html
+	rm -rf $(VENV) build *.egg-info .pytest_cache .import_linter_cache snapshot_report.html

@@ -29,8 +29,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from models import mlp_case, resnet_case  # noqa: E402
 from run import bare_step, machine, plain_hooks_step, side_by_side  # noqa: E402
 
-from hooktui.engine import nodes, session, stats  # noqa: E402
-from hooktui.engine.records import TensorRecord  # noqa: E402
+from hooktui.engine.autograd import nodes
+from hooktui.engine.run import session
+from hooktui.engine.summaries import stats  # noqa: E402
+from hooktui.engine.records.records import TensorRecord  # noqa: E402
 
 
 def _empty_record(name, tensor, options=None, **extra):

@@ -43,10 +43,10 @@ from models import ResNet18Layout, mlp_blocks  # noqa: E402
 from run import plain_hooks_step  # noqa: E402
 
 import hooktui  # noqa: E402
-from hooktui.engine import device_reduce, lazy_stats  # noqa: E402
-from hooktui.engine.inputs import default_loss, split_inputs  # noqa: E402
-from hooktui.engine.session import Session, record  # noqa: E402
-from hooktui.engine.stats import StatsOptions  # noqa: E402
+from hooktui.engine.summaries import device_reduce, lazy_stats  # noqa: E402
+from hooktui.engine.run.inputs import default_loss, split_inputs  # noqa: E402
+from hooktui.engine.run.session import Session, record  # noqa: E402
+from hooktui.engine.summaries.stats import StatsOptions  # noqa: E402
 
 BUDGET_S = 280  # the whole script: under 5 minutes on one GPU (sections past it are skipped, said so)
 

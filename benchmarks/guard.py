@@ -27,8 +27,8 @@ from models import mlp_case, resnet_case  # noqa: E402
 from run import machine  # noqa: E402
 
 import hooktui  # noqa: E402
-from hooktui.engine.inputs import default_loss, split_inputs  # noqa: E402
-from hooktui.engine.loader import load_target  # noqa: E402
+from hooktui.engine.run.inputs import default_loss, split_inputs  # noqa: E402
+from hooktui.engine.run.loader import load_target  # noqa: E402
 
 
 def step(model, inputs, loss_fn) -> None:

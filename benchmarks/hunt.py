@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from models import mlp_case, resnet_case  # noqa: E402
 from run import bare_step, machine, side_by_side  # noqa: E402
 
-from hooktui.engine.breakpoints import Breakpoint  # noqa: E402
-from hooktui.engine.session import Session  # noqa: E402
+from hooktui.engine.analysis.breakpoints import Breakpoint  # noqa: E402
+from hooktui.engine.run.session import Session  # noqa: E402
 
 
 def continue_to_end(model, inputs, loss_fn, nonfinite: bool) -> None:

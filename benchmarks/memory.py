@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from models import mlp_blocks  # noqa: E402
 
-from hooktui.engine.session import Session, record  # noqa: E402
-from hooktui.engine.trace_file import event_json  # noqa: E402
+from hooktui.engine.run.session import Session, record  # noqa: E402
+from hooktui.engine.records.trace_file import event_json  # noqa: E402
 
 
 def rss_mb() -> float:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from models import resnet_case  # noqa: E402
 from run import bare_step, machine  # noqa: E402
 
-from hooktui.engine.session import record  # noqa: E402
+from hooktui.engine.run.session import record  # noqa: E402
 
 
 def _usage():

@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from models import deep_linear, mlp_case, resnet_case  # noqa: E402
 
-from hooktui.engine.inputs import default_loss, split_inputs  # noqa: E402
-from hooktui.engine.loader import load_target  # noqa: E402
-from hooktui.engine.session import record  # noqa: E402
-from hooktui.engine.stats import StatsOptions, describe  # noqa: E402
+from hooktui.engine.run.inputs import default_loss, split_inputs  # noqa: E402
+from hooktui.engine.run.loader import load_target  # noqa: E402
+from hooktui.engine.run.session import record  # noqa: E402
+from hooktui.engine.summaries.stats import StatsOptions, describe  # noqa: E402
 
 
 def machine() -> str:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from hooktui.engine.session import record  # noqa: E402
+from hooktui.engine.run.session import record  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
 from hooktui.ui.screens.overview import OverviewScreen  # noqa: E402
 from hooktui.ui.widgets.overview import OverviewRows  # noqa: E402

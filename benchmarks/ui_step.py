@@ -33,8 +33,8 @@ import torch  # noqa: E402
 
 from models import deep_linear  # noqa: E402
 
-from hooktui.engine.breakpoints import Breakpoint  # noqa: E402
-from hooktui.engine.session import Session  # noqa: E402
+from hooktui.engine.analysis.breakpoints import Breakpoint  # noqa: E402
+from hooktui.engine.run.session import Session  # noqa: E402
 from hooktui.ui import app as app_module  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo  # noqa: E402
+from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
 
 STEPS = 40

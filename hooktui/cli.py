@@ -15,7 +15,7 @@ import traceback
 from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, UserError
 
 __all__ = ["EXIT_BAD_INPUT", "UserError", "main"]
-# The diff's defaults (engine/compare.py's), here so that `--help` does not import it.
+# The diff's defaults (engine/analysis/compare.py's), here so that `--help` does not import it.
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
 # (a tensor's statistics are exact up to 2^20 elements: no more values than that).

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .engine.records import Event, TensorRecord, TraceInfo, position_of
-from .engine.user_hook_records import KIND_TEXT
-from .format import shape_text
+from .engine.records.records import Event, TensorRecord, TraceInfo, position_of
+from .engine.records.user_hook_records import KIND_TEXT
+from .engine.records.format import shape_text
 
 
 @dataclass

@@ -17,7 +17,7 @@ import dataclasses
 import re
 from typing import Any
 
-from .engine.records import Event, LazyTensorRecord, TraceInfo
+from .engine.records.records import Event, LazyTensorRecord, TraceInfo
 
 # C0 controls, DEL and C1 controls; bidi marks (U+061C, U+200E, U+200F), embeddings,
 # overrides and isolates; the Unicode line and paragraph separators; and what draws nothing:

@@ -17,8 +17,8 @@ def _modules_after(code: str) -> set[str]:
 
 def test_engine_never_imports_textual():
     loaded = _modules_after(
-        "import hooktui.engine.session, hooktui.engine.loader, hooktui.explain, hooktui.commands.trace, "
-        "hooktui.engine.flow, hooktui.engine.compare, hooktui.commands.diff, hooktui.engine.compare_ranks, hooktui.commands.diff_ranks"
+        "import hooktui.engine.run.session, hooktui.engine.run.loader, hooktui.explain, hooktui.commands.trace, "
+        "hooktui.engine.analysis.flow, hooktui.engine.analysis.compare, hooktui.commands.diff, hooktui.engine.analysis.compare_ranks, hooktui.commands.diff_ranks"
     )
     assert "torch" in loaded  # the probe works
     assert not any(name == "textual" or name.startswith("textual.") for name in loaded)
@@ -26,7 +26,7 @@ def test_engine_never_imports_textual():
 
 def test_viewing_a_trace_does_not_import_torch():
     loaded = _modules_after(
-        "import hooktui, hooktui.commands.view, hooktui.commands.diff, hooktui.commands.diff_ranks, hooktui.engine.trace_file, hooktui.ui.app, "
+        "import hooktui, hooktui.commands.view, hooktui.commands.diff, hooktui.commands.diff_ranks, hooktui.engine.records.trace_file, hooktui.ui.app, "
         "hooktui.ui.against, hooktui.ui.screens.overview"
     )
     assert "textual" in loaded  # the probe works

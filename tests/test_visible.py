@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from hooktui.engine.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
+from hooktui.engine.records.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from hooktui.visible import has_control, visible, visible_block, visible_event, visible_info
 
 

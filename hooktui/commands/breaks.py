@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..engine.breakpoints import Breakpoint
+from ..engine.analysis.breakpoints import Breakpoint
 
 
 def value_breakpoints(args) -> list[Breakpoint]:

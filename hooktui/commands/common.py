@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..engine.loader import LoadedModel, LoadError, load_target
-from ..engine.session import Session
-from ..engine.stats import StatsOptions
+from ..engine.run.loader import LoadedModel, LoadError, load_target
+from ..engine.run.session import Session
+from ..engine.summaries.stats import StatsOptions
 
 
 def load(args) -> LoadedModel:

@@ -1,10 +1,11 @@
 """`hooktui diff A.jsonl B.jsonl`: where do two runs part?
 
-Both files are read as untrusted trace files (engine/trace_file.py); the alignment and the
-comparison are engine/compare.py's. Prints the first firing whose tensors differ beyond the
+Both files are read as untrusted trace files (engine/records/trace_file.py); the alignment and the
+comparison are engine/analysis/compare.py's. Prints the first firing whose tensors differ beyond the
 tolerance and, per module, the largest relative difference; `--json` prints one JSON
 object instead. Each side is labelled with its rank when its header has one. Three files
 or more (one per rank) are diff_ranks.py's: which rank parted from the others first.
+The words both reports use (labels, the tensors that differ, exit status) are diff_text.py's.
 Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input. Every string from
 a record is shown through hooktui/visible.py.
 """
@@ -14,15 +15,13 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Sequence
 
 from ..errors import UserError
-from ..engine.compare import Comparison, FiringDiff, Tolerance, compare
-from ..engine.records import Event, TraceInfo
-from ..engine.trace_file import LoadedTrace, TraceFileError, read_trace_file
+from ..engine.analysis.compare import Comparison, FiringDiff, Tolerance, compare
+from ..engine.records.records import TraceInfo
+from ..engine.records.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
-
-EXIT_AGREE, EXIT_DIFFER = 0, 1
+from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, json_number, rel_text, side_json, side_label, tensor_lines, tensors_json
 
 
 def read(path: str) -> LoadedTrace:
@@ -65,12 +64,6 @@ def run_diff(args) -> int:
     return EXIT_AGREE if result.agree else EXIT_DIFFER
 
 
-def side_label(path: str, info: TraceInfo, firings: int) -> str:
-    """ "r0.jsonl (rank 0 of 2, 24 firings)": the file, and its rank when its header has one."""
-    rank = info.rank_text()
-    return f"{visible(path)} ({rank + ', ' if rank else ''}{firings} firings)"
-
-
 def parting(info_a: TraceInfo, info_b: TraceInfo) -> str:
     """ ", where rank 0 and rank 1 part" when both ranks are known (and not the same)."""
     if info_a.rank is None or info_b.rank is None or info_a.rank == info_b.rank:
@@ -79,20 +72,6 @@ def parting(info_a: TraceInfo, info_b: TraceInfo) -> str:
 
 
 # -- text ---------------------------------------------------------------------------------
-def firing_label(events: Sequence[Event], position: int) -> str:
-    event = events[position]
-    module = visible(event.module) or "(root)"
-    return f"#{event.number} {event.phase} {event.hook} {module} call {event.call} ({visible(event.module_type)})"
-
-
-def value_text(value: float | None) -> str:
-    return "None" if value is None else f"{value:.6g}"
-
-
-def rel_text(rel: float | None) -> str:
-    return "-" if rel is None else "inf" if math.isinf(rel) else f"{rel:.2e}"
-
-
 def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
     """What differs in one firing, a line per tensor that differs."""
     if firing.b is None:
@@ -103,33 +82,6 @@ def firing_report(result: Comparison, firing: FiringDiff) -> list[str]:
     if result.b[firing.b].key != result.a[firing.a].key:
         head += f" (B #{result.b[firing.b].number})"
     return [head, *tensor_lines(firing)]
-
-
-def side_reason(reason: str, names: tuple[str, str]) -> str:
-    """compare.py's "only in A", "None in B", with the runs' own names."""
-    for letter, name in zip(("A", "B"), names, strict=True):
-        if reason.endswith(f" in {letter}"):
-            return reason[: -len(letter)] + name
-    return reason
-
-
-def tensor_lines(firing: FiringDiff, names: tuple[str, str] = ("A", "B")) -> list[str]:
-    """A line per tensor of `firing` that differs: what, A's number vs B's, by how much."""
-    lines = []
-    for tensor in firing.tensors:
-        if not tensor.differs:
-            continue
-        name = visible(tensor.name)
-        if tensor.reason:
-            line = f"  {name}: {side_reason(tensor.reason, names)}"
-            if tensor.what:
-                line += f"; {tensor.what} {value_text(tensor.a)} vs {value_text(tensor.b)}"
-        else:
-            line = f"  {name}: {tensor.what} {value_text(tensor.a)} vs {value_text(tensor.b)}, relative difference {rel_text(tensor.rel)}"
-        if tensor.dtypes:
-            line += f" ({visible(tensor.dtypes[0] or '?')} vs {visible(tensor.dtypes[1] or '?')})"
-        lines.append(line)
-    return lines
 
 
 def report(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str, TraceInfo]) -> str:
@@ -166,11 +118,6 @@ def report(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str,
 
 
 # -- JSON ---------------------------------------------------------------------------------
-def _number(value: float | None):
-    """JSON has no NaN or Infinity: spelled "nan", "inf", "-inf" as in trace files."""
-    return value if value is None or math.isfinite(value) else str(value)
-
-
 def firing_json(result: Comparison, firing: FiringDiff) -> dict:
     phase, hook, module, call, _ = firing.key
     out = {
@@ -180,25 +127,12 @@ def firing_json(result: Comparison, firing: FiringDiff) -> dict:
         "hook": hook,
         "module": module,
         "call": call,
-        "rel": _number(firing.rel),
+        "rel": json_number(firing.rel),
         "tensors": tensors_json(firing),
     }
     if firing.a is None or firing.b is None:
         out["only_in"] = "A" if firing.b is None else "B"
     return out
-
-
-def tensors_json(firing: FiringDiff) -> list[dict]:
-    """The tensors of `firing` that differ: `a` and `b` are the two runs' numbers."""
-    return [
-        {"name": t.name, "differs": t.differs, "rel": _number(t.rel), "what": t.what, "a": _number(t.a), "b": _number(t.b), "reason": t.reason}
-        for t in firing.tensors
-        if t.differs
-    ]
-
-
-def side_json(path: str, info: TraceInfo, firings: int) -> dict:
-    return {"path": path, "rank": info.rank, "world_size": info.world_size, "firings": firings}
 
 
 def as_json(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str, TraceInfo]) -> dict:
@@ -222,7 +156,7 @@ def as_json(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str
             {
                 "module": m.module,
                 "type": m.module_type,
-                "rel": _number(m.rel),
+                "rel": json_number(m.rel),
                 "differs": m.tensor.differs,
                 "index_a": result.a[m.firing.a].index,
                 "hook": result.a[m.firing.a].hook,

@@ -1,6 +1,6 @@
 """`hooktui diff r0.jsonl r1.jsonl r2.jsonl ...`: which rank parted from the others first?
 
-Three trace files or more, one per rank: engine/compare_ranks.py compares every pair at
+Three trace files or more, one per rank: engine/analysis/compare_ranks.py compares every pair at
 every firing; this prints the first firing where they do not all agree, which runs parted
 from the majority there (and the numbers, against one run of the majority), and for each
 run the first firing where it is an outlier. `--json` prints the same facts as one object.
@@ -16,11 +16,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from ..engine.compare import Tolerance
-from ..engine.compare_ranks import RankComparison, RankFiring, compare_runs
-from ..engine.trace_file import LoadedTrace
+from ..engine.analysis.compare import Tolerance
+from ..engine.analysis.compare_ranks import RankComparison, RankFiring, compare_runs
+from ..engine.records.trace_file import LoadedTrace
 from ..visible import visible
-from .diff import EXIT_AGREE, EXIT_DIFFER, firing_label, side_json, side_label, tensor_lines, tensors_json
+from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, side_json, side_label, tensor_lines, tensors_json
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

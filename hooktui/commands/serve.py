@@ -62,7 +62,7 @@ def check_input(args) -> None:
     if getattr(args, "against", None) and not is_trace(args.target):
         raise UserError("--against compares two trace files: hooktui serve A.jsonl --against B.jsonl")
     if is_trace(args.target):
-        from ..engine.trace_file import TraceFileError, read_trace_file
+        from ..engine.records.trace_file import TraceFileError, read_trace_file
 
         for path in (args.target, args.against):
             if path:

@@ -4,8 +4,8 @@ as control characters."""
 
 from __future__ import annotations
 
-from ..engine.records import Event, TraceInfo
-from ..format import shape_text, stats_line
+from ..engine.records.records import Event, TraceInfo
+from ..engine.records.format import shape_text, stats_line
 from ..visible import visible_event, visible_info
 
 

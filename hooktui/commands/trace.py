@@ -8,7 +8,7 @@ however long the run.
 
 With value breakpoints (--stop-at-nonfinite, --stop-above) the run stops at the first
 firing one of them matches: the firings up to it are printed, then where the bad value was
-born (engine/born.py; with --json, one last record `{"stopped": ...}`), and the exit
+born (engine/analysis/born.py; with --json, one last record `{"stopped": ...}`), and the exit
 status is 3, for a CI job or a sweep to test.
 
 Legacy firings are always recorded, as in the app, so that a firing has the same number
@@ -22,9 +22,9 @@ import json
 import os
 import sys
 
-from ..engine import device_errors
-from ..engine.born import where_born
-from ..engine.trace_file import TraceFileError, check_save_path, event_json, write_trace
+from ..engine.run import device_errors
+from ..engine.analysis.born import where_born
+from ..engine.records.trace_file import TraceFileError, check_save_path, event_json, write_trace
 from ..errors import Interrupted, UserError
 from ..visible import visible
 from .breaks import value_breakpoints

@@ -1,6 +1,6 @@
 """`hooktui view TRACE.jsonl`: the debugger on a saved trace, no model needed.
 
-`--against OTHER.jsonl` compares the two runs (engine/compare.py, `--rtol`, `--atol` as for
+`--against OTHER.jsonl` compares the two runs (engine/analysis/compare.py, `--rtol`, `--atol` as for
 `hooktui diff`): each tensor shows the other run's numbers beside its own, every firing
 that differs is marked ≠ in the timeline, and the app opens at the first divergence.
 """
@@ -8,7 +8,7 @@ that differs is marked ≠ in the timeline, and the app opens at the first diver
 from __future__ import annotations
 
 from ..errors import UserError
-from ..engine.trace_file import TraceFileError, read_trace_file
+from ..engine.records.trace_file import TraceFileError, read_trace_file
 
 
 def run_view(args) -> int:
@@ -20,7 +20,7 @@ def run_view(args) -> int:
         raise UserError(str(exc)) from exc
     against = None
     if getattr(args, "against", None):
-        from ..engine.compare import compare
+        from ..engine.analysis.compare import compare
         from ..ui.against import Against
         from ..visible import visible
         from .diff import read, tolerance

@@ -1,5 +1,14 @@
 """The engine: torch hooks, the pause gate and tensor summaries. It never imports Textual;
-it hands plain records (records.py) to whoever listens.
+it hands plain records (records/records.py) to whoever listens.
+
+Its rooms, each importing only the rooms below it (`lint-imports` checks this):
+
+    run        a session, its gate, the loader
+    capture    the hooks on a model and the firings they make
+    analysis   breakpoints, where a value was born, comparisons, flow (no torch)
+    summaries  tensor statistics, at the firing and on first read
+    autograd   autograd nodes: introspection and node hooks
+    records    plain records and trace files (no torch)
 
 Names are imported lazily so that reading records or a trace file (`hooktui view`) does
 not pay for importing torch.
@@ -8,18 +17,18 @@ not pay for importing torch.
 from importlib import import_module
 
 _EXPORTS = {
-    "Breakpoint": "breakpoints",
-    "QuitRequested": "gate",
-    "Event": "records",
-    "ModuleInfo": "records",
-    "NodeRecord": "records",
-    "SourceLocation": "records",
-    "TensorRecord": "records",
-    "TensorStats": "records",
-    "TraceInfo": "records",
-    "Session": "session",
-    "Trace": "session",
-    "record": "session",
+    "Breakpoint": "analysis.breakpoints",
+    "QuitRequested": "capture.quit",
+    "Event": "records.records",
+    "ModuleInfo": "records.records",
+    "NodeRecord": "records.records",
+    "SourceLocation": "records.records",
+    "TensorRecord": "records.records",
+    "TensorStats": "records.records",
+    "TraceInfo": "records.records",
+    "Session": "run.session",
+    "Trace": "run.session",
+    "record": "run.session",
 }
 
 __all__ = sorted(_EXPORTS)

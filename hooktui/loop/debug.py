@@ -4,7 +4,7 @@ The step (a callable returning the loss, or a model's inputs and a loss_fn) runs
 and backward with every firing recorded, as a real training step: `.grad` accumulates and
 buffers move exactly as with a plain `loss.backward()`, and nothing of hooktui stays on
 the model. With a terminal the app opens on it (the step on a worker thread, under the
-caller's grad mode and autocast: engine/thread_state.py); without one, or on a rank other
+caller's grad mode and autocast: engine/run/thread_state.py); without one, or on a rank other
 than HOOKTUI_RANK, the step is recorded to a trace file (where.py). Then the program goes
 on: `debug` returns the loss, raises the step's own exception if it raised one, or
 raises hooktui.Quit when the app was quit before the step ended.
@@ -20,11 +20,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine.one_run import claimed
-from ..engine.session import Session, Trace
-from ..engine.thread_state import ThreadState
-from ..engine.contain import failure_text
-from ..engine.trace_file import write_trace
+from ..engine.run.one_run import claimed
+from ..engine.run.session import Session, Trace
+from ..engine.run.thread_state import ThreadState
+from ..engine.capture.contain import failure_text
+from ..engine.records.trace_file import write_trace
 from . import in_app, where
 from .errors import Quit
 from .guard import set_aside

@@ -18,7 +18,7 @@ class Quit(SystemExit):
 class GuardError(Exception):
     """Raised by `hooktui.guard` at the first bad value (NonFiniteError, ThresholdError).
 
-    `born`: where it was born (engine/born.py's Born: phase, module, call, tensor, lines);
+    `born`: where it was born (engine/analysis/born.py's Born: phase, module, call, tensor, lines);
     `index`: the firing, in the saved trace; `step`: which step under the guard (0 = the
     first); `trace_path`: the trace file of the step's firings so far (None if not saved).
     """

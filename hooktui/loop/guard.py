@@ -10,7 +10,7 @@ Every module call of `model` (forward and backward) and every parameter gradient
 firing, as in the app, with the exact NaN / +Inf / -Inf counts its records carry; nothing
 pauses and nothing is drawn. At the first bad value the guard raises NonFiniteError (or
 ThresholdError for a bound given) from where it was seen, saying where it was born
-(engine/born.py: the module call, tensor, phase, source line; in backward the autograd
+(engine/analysis/born.py: the module call, tensor, phase, source line; in backward the autograd
 node), after saving the step's firings so far to a trace file that `hooktui view` opens at
 that firing. With `on_error="debug"` and a terminal, the app opens there first. Under
 torch.distributed the error also says its rank and what the bad value is of this rank's
@@ -19,13 +19,13 @@ torch.distributed the error also says its rank and what the bad value is of this
 How steps are told apart: a step ends when its outermost backward ends (or a forward
 under no_grad ends); then the tracer is replaced by a fresh one, so call numbers and
 firing numbers start again and nothing of an old step is kept. While a non-finite check
-is on, the tracer hunts (engine/hunt.py): forward ops note the line that created them
+is on, the tracer hunts (engine/capture/hunt.py): forward ops note the line that created them
 and backward's first node to make a non-finite gradient is a firing of its own.
 
 On a device (a model whose parameters are not on the CPU, or `stats_options` with
 `defer_host`), reading a count back at every firing would wait for the device each time.
 There the checks wait for the step's end: every firing's counts are partial sums on the
-device (engine/device_reduce.py), the hunt keeps each node's gradients summarised, and
+device (engine/summaries/device_reduce.py), the hunt keeps each node's gradients summarised, and
 when the step ends one transfer of the counts alone finds the first bad firing, which
 is reported exactly as it would have been at the firing: the same index, the same
 words. The difference: the error is raised as the step's backward returns (a forward
@@ -43,18 +43,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine import hunt, lazy_stats, nodes, ranks
-from ..engine.stats import StatsOptions
-from ..engine.born import Born, where_born
-from ..engine.contain import failure_text
-from ..engine.grad_kinds import GradKinds
-from ..engine.model_walk import ModelWalk
-from ..engine.breakpoints import Breakpoint
-from ..engine.capture import LiveFiring, Tracer
-from ..engine.one_run import claimed
-from ..engine.records import Event, LazyTensorRecord, TraceInfo
-from ..engine.session import describe_modules
-from ..engine.trace_file import write_trace
+from ..engine.capture import hunt
+from ..engine.summaries import lazy_stats
+from ..engine.autograd import nodes
+from ..engine.records import ranks
+from ..engine.summaries.stats import StatsOptions
+from ..engine.analysis.born import Born, where_born
+from ..engine.capture.contain import failure_text
+from ..engine.capture.grad_kinds import GradKinds
+from ..engine.capture.model_walk import ModelWalk
+from ..engine.analysis.breakpoints import Breakpoint
+from ..engine.capture.tracer import LiveFiring, Tracer
+from ..engine.run.one_run import claimed
+from ..engine.records.records import Event, LazyTensorRecord, TraceInfo
+from ..engine.run.session import describe_modules
+from ..engine.records.trace_file import write_trace
 from . import guard_ranks, in_app, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
@@ -229,7 +232,7 @@ class Guard:
         return run
 
     def _failed(self, where: str, exc: Exception) -> None:
-        """hooktui's own failure: noted on the step's firings (engine/contain.py), said on stderr."""
+        """hooktui's own failure: noted on the step's firings (engine/capture/contain.py), said on stderr."""
         if self._tracer is not None:
             self._tracer.contain.failed(f"hooktui.guard's {where}", exc)
         print(f"hooktui: guard failed in {where} and went on: {failure_text(exc)}", file=sys.stderr)

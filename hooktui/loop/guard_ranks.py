@@ -4,8 +4,8 @@ Each rank runs its own guard and sees its own tensors: a bad value on one rank m
 fine on another, and a parameter that FSDP gathers for the forward is bad on every rank
 while only one rank's shard holds the bad value. So the guard's error says which rank it
 is (rank r of W), and what the bad tensor is of this rank's: a DTensor's local shard
-(engine/sharded.py), the gradient before or after the wrapper's communication
-(engine/grad_kinds.py), the parameter of the user's inside an FSDP1 FlatParameter; and,
+(engine/summaries/sharded.py), the gradient before or after the wrapper's communication
+(engine/capture/grad_kinds.py), the parameter of the user's inside an FSDP1 FlatParameter; and,
 for a forward that made a bad value, whether this rank's shards of the module's
 parameters hold it. Everything is read on this rank: no collective (one issued from here
 would hang the ranks that did not stop).
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from ..engine import sharded
-from ..engine.breakpoints import Breakpoint, nonfinite_words
-from ..engine.grad_kinds import user_fqn
-from ..engine.records import Event
+from ..engine.summaries import sharded
+from ..engine.analysis.breakpoints import Breakpoint, nonfinite_words
+from ..engine.capture.grad_kinds import user_fqn
+from ..engine.records.records import Event
 
 # What grad_kinds.py and sharded.py write on a firing, read back here.
 _DTENSOR_NOTE = "DTensor: statistics and values are this rank's local part, "

@@ -23,7 +23,7 @@ from ..ui.process import exit_status, write_model_output
 if TYPE_CHECKING:
     from textual.app import App
 
-    from ..engine.session import Session
+    from ..engine.run.session import Session
 
 WAIT_QUIETLY = 1.0  # seconds the step gets to stop before the program says it is waiting
 

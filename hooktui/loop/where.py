@@ -10,8 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..engine.ranks import env_int as _env_int
-from ..engine.ranks import process_rank
+from ..engine.records.ranks import env_int as _env_int
+from ..engine.records.ranks import process_rank
 
 # Set while `hooktui run` runs a script (commands/run.py): guard's default is then to open the app.
 under_hooktui_run = False

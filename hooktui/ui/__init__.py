@@ -1,2 +1,2 @@
-"""The Textual UI. It renders plain Event records (engine/records.py) and never touches
+"""The Textual UI. It renders plain Event records (engine/records/records.py) and never touches
 torch: a live Session and a recorded trace look the same to it (see sources.py)."""

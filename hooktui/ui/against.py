@@ -1,14 +1,14 @@
 """The other run of `hooktui view A.jsonl --against B.jsonl`, as the panes need it.
 
-engine/compare.py aligns the runs; this looks the result up by A's firing number: the
+engine/analysis/compare.py aligns the runs; this looks the result up by A's firing number: the
 twin tensors in B (made visible: B is a trace file too) and how each compares. No Textual.
 When the two files' headers carry ranks, the status line names them ("rank 0 vs rank 1").
 """
 
 from __future__ import annotations
 
-from ..engine.compare import Comparison, TensorDiff
-from ..engine.records import Event, TensorRecord
+from ..engine.analysis.compare import Comparison, TensorDiff
+from ..engine.records.records import Event, TensorRecord
 from ..visible import visible, visible_event
 
 FIRST = "≠1st"

@@ -21,10 +21,10 @@ from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from ..engine.breakpoints import CONDITION_NAMES, Breakpoint, Stop
-from ..engine.console import evaluate
-from ..engine.records import Event, TraceInfo, position_of
-from ..engine.trace_file import TraceFileError, write_trace
+from ..engine.analysis.breakpoints import CONDITION_NAMES, Breakpoint, Stop
+from ..engine.analysis.console import evaluate
+from ..engine.records.records import Event, TraceInfo, position_of
+from ..engine.records.trace_file import TraceFileError, write_trace
 from .against import Against
 from .ending import EndedBySignal, Ending, give_back_terminal
 from .history import History
@@ -49,7 +49,7 @@ from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from ..engine.session import Session
+    from ..engine.run.session import Session
 
 # While the model runs freely, the timeline and status follow at most this often, and the
 # heavier panes (tree marks, tensors, values, autograd) at most every RUNNING_PANES seconds:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from ..engine.breakpoints import BreakpointList, Stop
-from ..engine.records import Event
+from ..engine.analysis.breakpoints import BreakpointList, Stop
+from ..engine.records.records import Event
 
 
 class History:

@@ -8,7 +8,7 @@ subclasses, not from a mixin.
 
 from __future__ import annotations
 
-from ..engine.records import Event, firing_number, position_of
+from ..engine.records.records import Event, firing_number, position_of
 
 
 class NavigationActions:

@@ -20,17 +20,17 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ..engine.breakpoints import Breakpoint, BreakpointList, Stop
-from ..engine.records import Event, TraceInfo
-from ..engine.source_lines import file_lines
-from ..engine.user_hook_records import UserHookInfo
+from ..engine.analysis.breakpoints import Breakpoint, BreakpointList, Stop
+from ..engine.records.records import Event, TraceInfo
+from ..engine.records.source_lines import file_lines
+from ..engine.records.user_hook_records import UserHookInfo
 from ..visible import visible_event, visible_info
 from .messages import EventsReady, StateChanged
 
 if TYPE_CHECKING:
     from textual.app import App
 
-    from ..engine.session import Session
+    from ..engine.run.session import Session
 
 # States in which the model can still produce firings.
 ADVANCING = ("ready", "running", "paused")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from hooktui.cli import main
-from hooktui.engine.loader import load_target
-from hooktui.engine.session import record
-from hooktui.engine.trace_file import read_trace, write_trace
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.run.session import record
+from hooktui.engine.records.trace_file import read_trace, write_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hostile  # noqa: E402

@@ -4,7 +4,7 @@ all agree (exit 0); a corrupted rank is one message and exit 2; a file with no r
 or not distributed) still compares.
 
 The rank files are recorded in-process, as torchrun's ranks would write them: RANK and
-WORLD_SIZE set while recording (engine/ranks.py reads them), one model per rank, rank 2
+WORLD_SIZE set while recording (engine/records/ranks.py reads them), one model per rank, rank 2
 of 3 with one weight of fc2 moved. The firing where rank 2 must part is fc2's forward (its
 inputs are unchanged, its output is not), found from the model's structure, never from
 the comparison.
@@ -20,11 +20,11 @@ import pytest
 import torch
 
 from hooktui.cli import main
-from hooktui.commands.diff import side_reason
+from hooktui.commands.diff_text import side_reason
 from hooktui.commands.diff_ranks import name_list, pair_of
-from hooktui.engine.compare_ranks import RankFiring
-from hooktui.engine.session import record
-from hooktui.engine.trace_file import read_trace, write_trace
+from hooktui.engine.analysis.compare_ranks import RankFiring
+from hooktui.engine.run.session import record
+from hooktui.engine.records.trace_file import read_trace, write_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import hostile  # noqa: E402

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from cli_run import ROOT, SAMPLES, hooktui
-from hooktui.engine import trace_file
-from hooktui.engine.records import Event, ModuleInfo, TraceInfo
-from hooktui.engine.trace_file import TraceFileError, check_save_path, read_trace, write_trace
+from hooktui.engine.records import trace_file
+from hooktui.engine.records.records import Event, ModuleInfo, TraceInfo
+from hooktui.engine.records.trace_file import TraceFileError, check_save_path, read_trace, write_trace
 
 SEED = SAMPLES / "seed.py"
 

@@ -11,8 +11,8 @@ import pytest
 
 import hooktui
 from cli_run import SAMPLES, results as wait_for, start_many
-from hooktui.engine.loader import load_target
-from hooktui.engine.trace_file import event_json, read_trace, write_trace
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.records.trace_file import event_json, read_trace, write_trace
 
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.py"))
 EVENT_KEYS = {"index", "phase", "hook", "module", "module_type", "call", "grad_fn", "tensors"}
@@ -237,6 +237,6 @@ def test_values_is_checked(runs):
 
 def test_the_cli_default_is_the_engines():
     from hooktui.cli import DEFAULT_VALUES
-    from hooktui.engine.stats import StatsOptions
+    from hooktui.engine.summaries.stats import StatsOptions
 
     assert DEFAULT_VALUES == StatsOptions().max_values

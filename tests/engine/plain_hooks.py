@@ -270,7 +270,7 @@ MODULE_HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "error")
 def record_all(model, inputs, loss_fn=None):
     """hooktui.record keeping every value of every tensor (these test models are small)."""
     import hooktui
-    from hooktui.engine.stats import StatsOptions
+    from hooktui.engine.summaries.stats import StatsOptions
 
     return hooktui.record(model, inputs, loss_fn, options=StatsOptions(max_values=1 << 20))
 
@@ -289,7 +289,7 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
     in-place op changes what a forward hook sees), backward values are. `rename(raw)`: the
     name hooktui shows for PyTorch's module name `raw` (a wrapper's prefix dropped), written
     out by the caller."""
-    from hooktui.engine.inputs import split_inputs
+    from hooktui.engine.run.inputs import split_inputs
 
     args, kwargs = split_inputs(make_inputs())
     expected, _ = plain_firings((build_plain or build)(), args, kwargs, loss_fn)

@@ -80,7 +80,7 @@ class CountOps(TorchDispatchMode):
 
 def launches_of_a_snapshot(t: torch.Tensor, device_reduce, options) -> tuple[list[str], int]:
     """(kernels launched by torch ops, triton kernel calls) while one tensor is summarised."""
-    from hooktui.engine import stats
+    from hooktui.engine.summaries import stats
 
     kernels = 0
     original = device_reduce._launch
@@ -104,8 +104,8 @@ def launches_of_a_snapshot(t: torch.Tensor, device_reduce, options) -> tuple[lis
 
 
 def main(path: str) -> None:
-    from hooktui.engine import device_reduce
-    from hooktui.engine.stats import StatsOptions
+    from hooktui.engine.summaries import device_reduce
+    from hooktui.engine.summaries.stats import StatsOptions
 
     results = {}
     for name, (t, step) in cases().items():

@@ -15,7 +15,7 @@ from torch import nn
 
 from hooktui.cli import _parser
 from hooktui.commands.breaks import value_breakpoints
-from hooktui.engine.breakpoints import Breakpoint, BreakpointList, parse_breakpoint
+from hooktui.engine.analysis.breakpoints import Breakpoint, BreakpointList, parse_breakpoint
 from hooktui.ui.history import History
 
 from test_breakpoints import run_to_stops

@@ -1,4 +1,4 @@
-"""Where a bad value was born (engine/born.py), for the cases of the hunt issue. Each model
+"""Where a bad value was born (engine/analysis/born.py), for the cases of the hunt issue. Each model
 is built so that the module, op and line that make the bad value are known by
 construction; the line is found in the model's source text, never taken from the engine."""
 
@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from hooktui import Session, record
-from hooktui.engine.born import where_born
-from hooktui.engine.breakpoints import Breakpoint
+from hooktui.engine.analysis.born import where_born
+from hooktui.engine.analysis.breakpoints import Breakpoint
 from nan_models import ZeroVarianceNorm, fp16_overflow_model, line_of, zero_variance_model
 from plain_hooks import SAMPLES, load_sample
 

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from hooktui import Session
-from hooktui.engine.breakpoints import Breakpoint, BreakpointList
-from hooktui.engine.records import Event, TensorRecord, TensorStats
+from hooktui.engine.analysis.breakpoints import Breakpoint, BreakpointList
+from hooktui.engine.records.records import Event, TensorRecord, TensorStats
 
 
 def run_to_stops(model, inputs, breakpoints, loss_fn=None, limit=50):

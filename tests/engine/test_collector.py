@@ -1,13 +1,13 @@
 """The run keeps Python's garbage collector out of the way of hooktui's own long-lived
-objects (engine/collector.py), and leaves the collector as it found it."""
+objects (engine/capture/collector.py), and leaves the collector as it found it."""
 
 import gc
 
 import torch
 from torch import nn
 
-from hooktui.engine import capture
-from hooktui.engine.session import record
+from hooktui.engine.capture import tracer
+from hooktui.engine.run.session import record
 
 
 def _deep_model(n: int) -> nn.Module:
@@ -22,7 +22,7 @@ def test_no_full_collection_while_a_backwards_watches_are_placed(monkeypatch):
     placing = []
     full_while_placing = []
 
-    real = capture.Tracer._place_watches
+    real = tracer.Tracer._place_watches
 
     def place(self, *args, **kwargs):
         placing.append(True)
@@ -41,7 +41,7 @@ def test_no_full_collection_while_a_backwards_watches_are_placed(monkeypatch):
         if phase == "start" and placed and not young_after:
             young_after.append(gc.get_count()[0])
 
-    monkeypatch.setattr(capture.Tracer, "_place_watches", place)
+    monkeypatch.setattr(tracer.Tracer, "_place_watches", place)
     thresholds = gc.get_threshold()
     gc.set_threshold(20, 1, 1)
     gc.callbacks.append(on_gc)

@@ -1,4 +1,4 @@
-"""Records are kept small (engine/lazy_stats.py, records.py, stats.py): summaries packed in
+"""Records are kept small (engine/summaries/lazy_stats.py, records.py, stats.py): summaries packed in
 bytes once computed, strings and shapes shared, no notes list per firing, the run's graph
 and session let go of. None of it may show: a live record still equals its plain twin,
 also after a round trip through a trace file."""
@@ -14,11 +14,11 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine import lazy_stats
-from hooktui.engine.nodes import LazyNodeRecord
-from hooktui.engine.records import NO_NOTES, LazyTensorRecord, TensorStats
-from hooktui.engine.session import Session
-from hooktui.engine.trace_file import read_trace, write_trace
+from hooktui.engine.summaries import lazy_stats
+from hooktui.engine.autograd.nodes import LazyNodeRecord
+from hooktui.engine.records.records import NO_NOTES, LazyTensorRecord, TensorStats
+from hooktui.engine.run.session import Session
+from hooktui.engine.records.trace_file import read_trace, write_trace
 from hooktui.visible import visible_event
 from plain_hooks import load_sample
 
@@ -133,7 +133,7 @@ def _asdict_json(event) -> tuple[dict, str]:
 def test_records_turn_into_the_dicts_and_json_lines_asdict_makes(tmp_path):
     import dataclasses
 
-    from hooktui.engine.trace_file import event_json
+    from hooktui.engine.records.trace_file import event_json
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))

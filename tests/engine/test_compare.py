@@ -1,4 +1,4 @@
-"""Two runs compared (engine/compare.py): identical runs agree, a perturbation is found at
+"""Two runs compared (engine/analysis/compare.py): identical runs agree, a perturbation is found at
 the firing where it enters, fp32 vs bf16 parts within bfloat16's rounding.
 
 The firing a perturbation must be found at is known from how it was made (the input, one
@@ -16,11 +16,11 @@ import random
 import pytest
 import torch
 
-from hooktui.engine.compare import Tolerance, compare
-from hooktui.engine.records import Event, TensorRecord, TensorStats
-from hooktui.engine.session import record
-from hooktui.engine.stats import StatsOptions
-from hooktui.engine.trace_file import event_json
+from hooktui.engine.analysis.compare import Tolerance, compare
+from hooktui.engine.records.records import Event, TensorRecord, TensorStats
+from hooktui.engine.run.session import record
+from hooktui.engine.summaries.stats import StatsOptions
+from hooktui.engine.records.trace_file import event_json
 
 from plain_hooks import load_sample
 from small_models import TwoLayers

@@ -1,4 +1,4 @@
-"""Several runs, one per rank (engine/compare_ranks.py): the run that parts from the
+"""Several runs, one per rank (engine/analysis/compare_ranks.py): the run that parts from the
 majority is found at the firing where its change enters; runs that all agree agree; a
 split with no majority names no outlier.
 
@@ -14,11 +14,11 @@ import json
 import pytest
 import torch
 
-from hooktui.engine.compare import Tolerance, keys
-from hooktui.engine.compare_ranks import compare_runs, merged_order
-from hooktui.engine.records import Event
-from hooktui.engine.session import record
-from hooktui.engine.trace_file import event_json
+from hooktui.engine.analysis.compare import Tolerance, keys
+from hooktui.engine.analysis.compare_ranks import compare_runs, merged_order
+from hooktui.engine.records.records import Event
+from hooktui.engine.run.session import record
+from hooktui.engine.records.trace_file import event_json
 from small_models import TwoLayers
 
 

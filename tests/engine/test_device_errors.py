@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine.device_errors import advice, mismatched_devices
+from hooktui.engine.run.device_errors import advice, mismatched_devices
 from hooktui.explain import explain
 
 # What torch says on CUDA for the mistakes the sample models made (issue 22).

@@ -1,4 +1,4 @@
-"""HOOKTUI_DEVICE_PATH=1 sends CPU tensors down the CUDA path (engine/lazy_stats.py's
+"""HOOKTUI_DEVICE_PATH=1 sends CPU tensors down the CUDA path (engine/summaries/lazy_stats.py's
 DeviceSnapshot: nothing read back at firing time, one host copy per pause, statistics
 resolved on first read). `make test` runs the parity, app, hunt, guard and debug tests a
 second time with it set; these tests show that the switch reaches every entry point and
@@ -15,12 +15,12 @@ from torch import nn
 import hooktui
 from hooktui.cli import main
 from hooktui.commands.common import session_for
-from hooktui.engine import lazy_stats
-from hooktui.engine.loader import load_target
-from hooktui.engine.records import LazyTensorRecord
-from hooktui.engine.session import Session, record
-from hooktui.engine.stats import DEVICE_PATH_ENV, StatsOptions, describe
-from hooktui.engine.trace_file import write_trace
+from hooktui.engine.summaries import lazy_stats
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.records.records import LazyTensorRecord
+from hooktui.engine.run.session import Session, record
+from hooktui.engine.summaries.stats import DEVICE_PATH_ENV, StatsOptions, describe
+from hooktui.engine.records.trace_file import write_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_models"
 

@@ -1,4 +1,4 @@
-"""The device summary's reduction (engine/device_reduce.py): the Triton kernel, run on the
+"""The device summary's reduction (engine/summaries/device_reduce.py): the Triton kernel, run on the
 CPU through Triton's interpreter in a process of its own (reduce_cases.py), and the torch
 fallback, against numpy; and how many kernels summarising one tensor launches."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from hooktui.engine import device_reduce, lazy_stats
-from hooktui.engine.stats import StatsOptions, describe
+from hooktui.engine.summaries import device_reduce, lazy_stats
+from hooktui.engine.summaries.stats import StatsOptions, describe
 from reduce_cases import cases, launches_of_a_snapshot, sample_step
 
 HERE = Path(__file__).parent

@@ -1,5 +1,5 @@
 """DTensors (gloo, world size 1, in this process) are summarised from this rank's local part,
-with no collective, and say what they are a part of (engine/sharded.py)."""
+with no collective, and say what they are a part of (engine/summaries/sharded.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch.distributed as dist
 from torch import nn
 
 import hooktui
-from hooktui.engine import stats
-from hooktui.engine.session import record
+from hooktui.engine.summaries import stats
+from hooktui.engine.run.session import record
 
 tensor_api = pytest.importorskip("torch.distributed.tensor")
 DTensor, Shard, Replicate, Partial = tensor_api.DTensor, tensor_api.Shard, tensor_api.Replicate, tensor_api.Partial

@@ -10,8 +10,8 @@ from torch import nn
 
 import hooktui
 from hooktui.explain import explain
-from hooktui.format import shape_text
-from hooktui.engine.records import TensorRecord
+from hooktui.engine.records.format import shape_text
+from hooktui.engine.records.records import TensorRecord
 
 
 def _shape(t) -> str:

@@ -14,16 +14,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from hooktui.engine import final_grads, grad_kinds
-from hooktui.engine.born import where_born
-from hooktui.engine.records import Event
-from hooktui.engine.session import Session, record
-from hooktui.engine.trace_file import (
-    TraceFileError,
-    event_json,
-    read_trace_file,
-    write_trace,
-)
+from hooktui.engine.capture import final_grads, grad_kinds
+from hooktui.engine.analysis.born import where_born
+from hooktui.engine.records.records import Event
+from hooktui.engine.run.session import Session, record
+from hooktui.engine.records.trace_file import TraceFileError, event_json, read_trace_file, write_trace
 from hooktui.explain import explain
 
 

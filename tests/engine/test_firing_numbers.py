@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from hooktui.engine.records import Event, TraceInfo, parse_firing_number, position_of
-from hooktui.engine.trace_file import read_trace, write_trace
+from hooktui.engine.records.records import Event, TraceInfo, parse_firing_number, position_of
+from hooktui.engine.records.trace_file import read_trace, write_trace
 
 
 def firing(index: int, sub: int = 0, hook: str = "backward_pre") -> Event:

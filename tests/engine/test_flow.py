@@ -1,4 +1,4 @@
-"""The overview's rows (engine/flow.py) against PyTorch's own hooks.
+"""The overview's rows (engine/analysis/flow.py) against PyTorch's own hooks.
 
 Expectations come from `plain_firings` (PyTorch's module hooks on every module, no
 hooktui) and the parameters' `.grad` after a plain backward: one row per module call in
@@ -13,8 +13,8 @@ import math
 import pytest
 import torch
 
-from hooktui.engine.flow import CallRows, call_numbers
-from hooktui.engine.session import record
+from hooktui.engine.analysis.flow import CallRows, call_numbers
+from hooktui.engine.run.session import record
 
 from plain_hooks import load_sample, plain_firings
 

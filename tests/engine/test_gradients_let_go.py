@@ -13,7 +13,7 @@ import weakref
 import torch
 from torch import nn
 
-from hooktui.engine.session import record
+from hooktui.engine.run.session import record
 
 
 class Probe(nn.Module):
@@ -69,7 +69,7 @@ def test_a_backward_under_hooktui_keeps_no_more_gradients_alive_than_pytorchs_ow
     reference = _alive_mid_backward(_with_full_hooks)
     traced = _alive_mid_backward(lambda model, x: record(model, x))
     assert bare <= reference <= 2  # each hidden gradient is freed soon after it is consumed
-    # One more, by design: a call's backward firing waits ("armed", capture.py) for the
+    # One more, by design: a call's backward firing waits ("armed", engine/capture/tracer.py) for the
     # pre-hook of the next node to run, and a tensor hook like the one counting here runs
     # before that node's pre-hooks; PyTorch's hook ran in a wrapper node just before.
     # Keeping every gradient to the end of the backward, as before, gave 6 here.

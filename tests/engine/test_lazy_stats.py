@@ -1,4 +1,4 @@
-"""Lazy tensor summaries (engine/stats.py, engine/lazy_stats.py): what is exact at once,
+"""Lazy tensor summaries (engine/summaries/stats.py, engine/summaries/lazy_stats.py): what is exact at once,
 what is computed on first read, and that it is the tensor as it was at its firing.
 Every expectation is computed here with numpy / plain torch, never taken from the engine."""
 
@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine import lazy_stats
-from hooktui.engine.records import LazyTensorRecord
-from hooktui.engine.session import Session
-from hooktui.engine.stats import HIST_BINS, StatsOptions, describe
+from hooktui.engine.summaries import lazy_stats
+from hooktui.engine.records.records import LazyTensorRecord
+from hooktui.engine.run.session import Session
+from hooktui.engine.summaries.stats import HIST_BINS, StatsOptions, describe
 
 SMALL, LARGE = 7, 10_000  # LARGE is above the default snapshot_size: the moments path
 DEFER = StatsOptions(defer_host=True)  # the CUDA path, run on the CPU

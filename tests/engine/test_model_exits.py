@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine.loader import LoadError, load_target
+from hooktui.engine.run.loader import LoadError, load_target
 
 
 class Raises(nn.Module):

@@ -116,7 +116,7 @@ def test_traced_output_equals_untraced(name):
         sample = load(name)
         model, make_inputs, loss_fn = sample.build_model(), sample.example_inputs, getattr(sample, "loss_fn", None)
     before = snapshot(model)
-    from hooktui.engine.inputs import split_inputs
+    from hooktui.engine.run.inputs import split_inputs
 
     args, kwargs = split_inputs(make_inputs())
     torch.manual_seed(123)

@@ -1,5 +1,5 @@
 """Node records are cached, shared and re-read only when a node can have changed
-(engine/nodes.py). At every firing they must still equal what reading every node right
+(engine/autograd/nodes.py). At every firing they must still equal what reading every node right
 then gives: a backward frees a node's saved tensors after it ran, and the record of a
 later firing must say "freed" for exactly those.
 
@@ -14,8 +14,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import hooktui
-from hooktui.engine import nodes
-from hooktui.engine.records import NodeRecord
+from hooktui.engine.autograd import nodes
+from hooktui.engine.records.records import NodeRecord
 from plain_hooks import load_sample
 
 _NO_SEQ = 2**64 - 1

@@ -1,4 +1,4 @@
-"""A trace's header says which rank recorded it (engine/ranks.py): torch.distributed's
+"""A trace's header says which rank recorded it (engine/records/ranks.py): torch.distributed's
 process group when there is one, else torchrun's RANK / WORLD_SIZE, else nothing."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from hooktui.engine.ranks import rank_and_world
-from hooktui.engine.session import record
+from hooktui.engine.records.ranks import rank_and_world
+from hooktui.engine.run.session import record
 
 ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine.inputs import map_tensors
-from hooktui.engine.loader import load_target
+from hooktui.engine.run.inputs import map_tensors
+from hooktui.engine.run.loader import load_target
 from one_device import DeviceMismatch, OneDevice
 from plain_hooks import SAMPLES
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import hooktui
-from hooktui.engine.inputs import split_inputs
+from hooktui.engine.run.inputs import split_inputs
 from plain_hooks import MODULE_HOOKS, SAMPLES, assert_record_matches, assert_same_as_pytorch, hooks_left, load_sample, plain_firings
 
 ALL = sorted(p.stem for p in SAMPLES.glob("*.py"))

@@ -174,8 +174,8 @@ def test_a_session_keeping_only_the_last_event_hands_over_every_firing_and_lets_
     and a firing's records are freed once the caller let go of it."""
     import weakref
 
-    from hooktui.engine.records import LazyTensorRecord
-    from hooktui.engine.stats import _RecentSummaries
+    from hooktui.engine.records.records import LazyTensorRecord
+    from hooktui.engine.summaries.stats import _RecentSummaries
 
     def build():
         torch.manual_seed(0)

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from hooktui.engine.records import Event, ModuleInfo, SourceLocation, TraceInfo
-from hooktui.engine.source_lines import CONTEXT, SOURCE_FILE_MAX, lines_near, read_source_file
-from hooktui.engine.trace_file import read_trace_file, write_trace
+from hooktui.engine.records.records import Event, ModuleInfo, SourceLocation, TraceInfo
+from hooktui.engine.records.source_lines import CONTEXT, SOURCE_FILE_MAX, lines_near, read_source_file
+from hooktui.engine.records.trace_file import read_trace_file, write_trace
 
 
 def test_a_small_python_file_is_read(tmp_path):

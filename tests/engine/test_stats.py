@@ -1,4 +1,4 @@
-"""Tensor summaries (engine/stats.py) against numbers computed here with numpy / torch."""
+"""Tensor summaries (engine/summaries/stats.py) against numbers computed here with numpy / torch."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hooktui.engine import stats
-from hooktui.engine.stats import HIST_BINS, StatsOptions, describe
+from hooktui.engine.summaries import stats
+from hooktui.engine.summaries.stats import HIST_BINS, StatsOptions, describe
 
 
 def expected_stats(values: np.ndarray) -> dict:
@@ -263,7 +263,7 @@ def test_a_float32_sum_of_squares_that_overflows_is_exact_and_warns_nothing():
     import warnings
 
 
-    from hooktui.engine.stats import describe
+    from hooktui.engine.summaries.stats import describe
 
     t = torch.full((10_000,), 3e20, dtype=torch.float32)  # squares overflow float32, not float64
     t[::2] = -3e20

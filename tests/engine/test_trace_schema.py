@@ -13,8 +13,8 @@ import tracemalloc
 import pytest
 
 import hostile
-from hooktui.engine import records
-from hooktui.engine.trace_file import SCHEMA, TraceFileError, read_trace_file, write_header
+from hooktui.engine.records import records
+from hooktui.engine.records.trace_file import SCHEMA, TraceFileError, read_trace_file, write_header
 
 GOOD_EVENT = {
     "index": 0,

@@ -18,7 +18,7 @@ from torch import nn
 
 import hooktui
 from hooktui import Session
-from hooktui.engine.stats import StatsOptions
+from hooktui.engine.summaries.stats import StatsOptions
 
 ALL_VALUES = StatsOptions(max_values=1 << 20)
 

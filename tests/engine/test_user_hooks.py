@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 
-from hooktui.engine.session import record
+from hooktui.engine.run.session import record
 
 warnings.filterwarnings("ignore", message=".*non-full backward hook.*")
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -392,7 +392,7 @@ def test_hook_removed_by_the_model_mid_run_and_hook_order():
 
 
 def test_hooks_found_at_start_are_listed_with_owner_and_definition():
-    from hooktui.engine.user_hooks import discover
+    from hooktui.engine.capture.user_hooks import discover
 
     def seen(module, grad_input, grad_output):
         pass

@@ -15,8 +15,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from hooktui.engine.session import record
-from hooktui.engine.user_hooks import discover
+from hooktui.engine.run.session import record
+from hooktui.engine.capture.user_hooks import discover
 
 
 def test_ddp_reducer_hooks_are_invisible_and_param_grads_show_where_they_run(tmp_path):

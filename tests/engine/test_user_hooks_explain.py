@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hooktui.engine.session import record
+from hooktui.engine.run.session import record
 from hooktui.explain import explain
 from plain_hooks import load_sample
 

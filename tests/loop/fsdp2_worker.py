@@ -12,7 +12,7 @@ from torch.distributed.tensor import DTensor
 from torch.nn import functional as F
 
 import hooktui
-from hooktui.engine import stats
+from hooktui.engine.summaries import stats
 from rank_main import run_rank
 
 

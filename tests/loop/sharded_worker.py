@@ -44,8 +44,8 @@ from torch.distributed.tensor.parallel import (
 from torch.nn import functional as F
 
 import hooktui
-from hooktui.engine.stats import device_path_forced
-from hooktui.engine.stats import StatsOptions
+from hooktui.engine.summaries.stats import device_path_forced
+from hooktui.engine.summaries.stats import StatsOptions
 from rank_main import run_rank
 
 SHARDED = ("fsdp1", "fsdp1_orig", "fsdp2_ac")  # a NaN in one rank's shard is tried on these

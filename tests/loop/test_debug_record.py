@@ -15,7 +15,7 @@ from torch.nn import functional as F
 
 import hooktui
 import hooktui.loop.where
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.ui.app import HooktuiApp
 from loop_helpers import assert_same_state, batch, continue_then_quit, net_and_twin, use_pilot, wait_for
 

@@ -5,7 +5,7 @@ param_grad this rank's own, each final_grad the average DDP leaves in .grad."""
 
 from __future__ import annotations
 
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.records.trace_file import read_trace_file
 from ranks import run_ranks
 
 

@@ -15,7 +15,7 @@ from torch import nn
 
 import hooktui
 import hooktui.loop.where
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.ui.app import HooktuiApp
 from loop_helpers import SAMPLES, hook_dicts, tensor_hooks, use_pilot, wait_for
 from nan_models import ZeroVarianceNorm, fp16_overflow_model, line_of, zero_variance_model

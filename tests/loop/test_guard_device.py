@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine import lazy_stats
-from hooktui.engine.stats import StatsOptions
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.summaries import lazy_stats
+from hooktui.engine.summaries.stats import StatsOptions
+from hooktui.engine.records.trace_file import read_trace_file
 from nan_models import fp16_overflow_model, zero_variance_model
 from test_guard import LogHead, load, loop
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hooktui.engine.breakpoints import Breakpoint
-from hooktui.engine.records import Event, TensorRecord, TensorStats
+from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.records.records import Event, TensorRecord, TensorStats
 from hooktui.loop import guard_ranks
 from hooktui.loop.guard import _message
 

@@ -1,4 +1,4 @@
-"""hooktui's own failures never change the user's run (engine/contain.py): a summary, a
+"""hooktui's own failures never change the user's run (engine/capture/contain.py): a summary, a
 comparison, a hook's bookkeeping or a trace file that fails is written on the firing,
 and the step's loss, `.grad`s, parameters and their types are those of a plain step;
 the step's own exception and a guard's NonFiniteError come out as without the failure."""
@@ -15,8 +15,9 @@ import hooktui
 import hooktui.loop.debug
 import hooktui.loop.guard
 import hooktui.loop.where
-from hooktui.engine import capture, lazy_stats, param_grads, stats, user_hooks
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.capture import param_grads, tracer, user_hooks
+from hooktui.engine.summaries import lazy_stats, stats
+from hooktui.engine.records.trace_file import read_trace_file
 from loop_helpers import assert_same_state, batch, net_and_twin
 
 BOOM = "boom from a test"
@@ -100,13 +101,13 @@ def test_a_lazy_summary_that_raises_when_read_leaves_no_stats_and_a_note(monkeyp
 @pytest.mark.parametrize("target", ["output_slots", "param_grad_node", "grad_output_firing"])
 def test_a_hook_whose_bookkeeping_raises_leaves_the_step_plain_and_says_so(monkeypatch, tmp_path, target):
     if target == "output_slots":  # in the forward hook, after its firing
-        monkeypatch.setattr(capture, "output_slots", _raising)
+        monkeypatch.setattr(tracer, "output_slots", _raising)
         where = "its forward hook"
     elif target == "param_grad_node":  # in the post-accumulate-grad hook, before its firing
         monkeypatch.setattr(param_grads, "get_gradient_edge", _raising)
         where = "its gradient hook on fc1.weight"
     else:  # in an autograd node's hook, in backward
-        monkeypatch.setattr(capture.Tracer, "_fire_grad_output", _raising)
+        monkeypatch.setattr(tracer.Tracer, "_fire_grad_output", _raising)
         where = "its autograd node"
     net, twin = net_and_twin()
     loss, plain, events = _debug_against_plain(net, twin, tmp_path)

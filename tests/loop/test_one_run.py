@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import hooktui
-from hooktui.engine.one_run import ConcurrentRunError
+from hooktui.engine.run.one_run import ConcurrentRunError
 
 ORIGINAL = {name: getattr(torch.Tensor, name) for name in ("register_hook", "register_post_accumulate_grad_hook")}
 ORIGINAL_GRAD, ORIGINAL_BACKWARD = torch.autograd.grad, torch.autograd.backward

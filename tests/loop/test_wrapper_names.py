@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from hooktui.engine.compare import compare
-from hooktui.engine.records import Event
+from hooktui.engine.analysis.compare import compare
+from hooktui.engine.records.records import Event
 from ranks import run_ranks
 
 pytest.importorskip("torch.distributed.fsdp")

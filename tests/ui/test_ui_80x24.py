@@ -133,7 +133,7 @@ def test_no_binding_shows_through_beside_the_palette_key_at_60x18():
 def test_notes_longer_than_their_rows_end_saying_so():
     """A guard's note ("hooktui.guard stopped here. Where it was born: ...") was cut
     mid-sentence by the notes' height, with nothing to tell it was (issue 25.6)."""
-    from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TraceInfo
+    from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TraceInfo
 
     info = TraceInfo(model="Synthetic", modules=[ModuleInfo("", "Net")], loss="none")
     notes = ["the first note, which is short", "w" * 150 + " the end of a long sentence", "a third note"]

@@ -8,11 +8,11 @@ import json
 
 from textual.widgets import DataTable
 
-from hooktui.engine.compare import compare
-from hooktui.engine.loader import load_target
-from hooktui.engine.records import Event
-from hooktui.engine.session import record
-from hooktui.engine.trace_file import event_json
+from hooktui.engine.analysis.compare import compare
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.records.records import Event
+from hooktui.engine.run.session import record
+from hooktui.engine.records.trace_file import event_json
 from hooktui.ui.against import Against
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.overview import OverviewScreen

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
-from hooktui.engine.session import Session
+from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
+from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.error import ErrorScreen

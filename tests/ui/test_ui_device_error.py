@@ -5,7 +5,7 @@ fix it, not only torch's text."""
 import torch
 from torch import nn
 
-from hooktui.engine.session import Session
+from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 from ui_helpers import paused_at_start, run, wait_for

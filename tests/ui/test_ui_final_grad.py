@@ -8,8 +8,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from hooktui.engine.breakpoints import Breakpoint
-from hooktui.engine.session import Session
+from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
 
 from screen_text import screen_rows

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hooktui.engine.loader import load_target
-from hooktui.engine.records import Event, position_of
-from hooktui.engine.session import record
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.records.records import Event, position_of
+from hooktui.engine.run.session import record
 
 from ui_helpers import SAMPLES, paused_at_start, run, sample_app, step_to, wait_for
 

@@ -15,9 +15,9 @@ import random
 from pathlib import Path
 
 
-from hooktui.engine.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
-from hooktui.engine.trace_file import SCHEMA, TraceFileError, read_trace_file
-from hooktui.engine.user_hook_records import UserHookCall, UserHookInfo
+from hooktui.engine.records.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
+from hooktui.engine.records.trace_file import SCHEMA, TraceFileError, read_trace_file
+from hooktui.engine.records.user_hook_records import UserHookCall, UserHookInfo
 from hooktui.ui.app import HooktuiApp
 
 from ui_helpers import run

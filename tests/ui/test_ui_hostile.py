@@ -9,8 +9,8 @@ import re
 import pytest
 
 import hostile
-from hooktui.engine.records import Event, ModuleInfo, SourceLocation, TraceInfo
-from hooktui.engine.trace_file import read_trace_file
+from hooktui.engine.records.records import Event, ModuleInfo, SourceLocation, TraceInfo
+from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 

@@ -6,8 +6,8 @@ Expectations come from plain torch in the test, not from the engine."""
 import pytest
 import torch
 
-from hooktui.engine.breakpoints import Breakpoint
-from hooktui.engine.session import record
+from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.breakpoints import BreakpointsScreen
 from hooktui.ui.screens.console import ConsoleScreen
@@ -339,7 +339,7 @@ def test_a_saved_stopped_run_opens_at_the_stop_with_its_explanation(tmp_path):
     """`trace --stop-at-nonfinite --save` and a guard's file open in `view` at the firing that
     stopped, Explain saying why and where it was born (it opened at #0, generic text)."""
     from hooktui.cli import main
-    from hooktui.engine.trace_file import read_trace_file
+    from hooktui.engine.records.trace_file import read_trace_file
 
     saved = tmp_path / "stopped.jsonl"
     assert main(["trace", str(SAMPLES / "nan_hunt.py"), "--stop-at-nonfinite", "--save", str(saved)]) == 3
@@ -390,7 +390,7 @@ def test_S_saves_the_live_session_for_view_and_diff(tmp_path, monkeypatch):
     """The firings so far, saved from inside the app, read back as the same records; a bad
     path is one message and nothing written."""
     from hooktui.cli import main
-    from hooktui.engine.trace_file import read_trace_file
+    from hooktui.engine.records.trace_file import read_trace_file
 
     monkeypatch.chdir(tmp_path)
     app = sample_app("seed.py")

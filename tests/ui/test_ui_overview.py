@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from hooktui.engine.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
-from hooktui.engine.loader import load_target
-from hooktui.engine.session import Session, record
+from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.run.session import Session, record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.overview import OverviewScreen
@@ -42,7 +42,7 @@ def test_w_opens_the_overview_and_it_is_in_help_and_the_palette():
             await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
             await pilot.pause()
             # One row per module call: every module of the CNN is called once.
-            model = __import__("hooktui.engine.loader", fromlist=["load_target"]).load_target(SAMPLES / "cnn.py").model
+            model = __import__("hooktui.engine.run.loader", fromlist=["load_target"]).load_target(SAMPLES / "cnn.py").model
             names = ["(root)" if not n else n for n, _ in model.named_modules()]
             rows = overview(app).calls.rows
             assert [r.module or "(root)" for r in rows] == names

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from hooktui.engine.breakpoints import Breakpoint, BreakpointList
-from hooktui.engine.records import Event, TensorRecord, TensorStats
+from hooktui.engine.analysis.breakpoints import Breakpoint, BreakpointList
+from hooktui.engine.records.records import Event, TensorRecord, TensorStats
 from hooktui.ui.history import History
 from hooktui.ui.paths import display_path, user_traceback
 from hooktui.ui.widgets.autograd import seq_text

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import hooktui
-from hooktui.engine.loader import load_target
+from hooktui.engine.run.loader import load_target
 from hooktui.explain import explain
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.module_tree import fit_type
@@ -159,7 +159,7 @@ def test_long_type_names_are_cut_at_a_word_or_left_out():
 
 def test_view_opens_json_output(tmp_path):
     """`hooktui view` accepts a `trace --json` output: it holds the same records."""
-    from hooktui.engine.trace_file import read_trace_file
+    from hooktui.engine.records.trace_file import read_trace_file
 
     result = run_cli("trace", SAMPLES / "seed.py", "--json")
     path = tmp_path / "run.jsonl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import hooktui.ui.app
-from hooktui.engine.records import Event, ModuleInfo, TraceInfo
+from hooktui.engine.records.records import Event, ModuleInfo, TraceInfo
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.process import run_app
 
@@ -39,7 +39,7 @@ def test_quitting_exits_zero():
 
 
 def test_sys_exit_in_the_model_is_shown_and_the_app_stays_usable():
-    from hooktui.engine.session import Session
+    from hooktui.engine.run.session import Session
     from hooktui.ui.screens.error import ErrorScreen
 
     from ui_helpers import run, wait_for

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from hooktui.engine.loader import load_target
-from hooktui.engine.session import Session, record
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.run.session import Session, record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen

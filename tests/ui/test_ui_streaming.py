@@ -8,7 +8,7 @@ import time
 import torch
 from torch import nn
 
-from hooktui.engine.session import Session
+from hooktui.engine.run.session import Session
 from hooktui.ui import app as app_module
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.timeline import Timeline

@@ -92,8 +92,8 @@ def test_seed_user_hook_firing_with_explain(snap_compare, size):
 
 
 def test_replayed_trace_lists_the_hooks_that_fired():
-    from hooktui.engine.loader import load_target
-    from hooktui.engine.session import record
+    from hooktui.engine.run.loader import load_target
+    from hooktui.engine.run.session import record
     from hooktui.ui.app import HooktuiApp
 
     loaded = load_target(ROOT / "sample_models" / "seed_user_hook.py")

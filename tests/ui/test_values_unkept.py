@@ -1,6 +1,6 @@
 """Issue 12, item 19: `[` / `]` past the kept block of values says so instead of doing nothing."""
 
-from hooktui.engine.records import TensorRecord
+from hooktui.engine.records.records import TensorRecord
 from hooktui.ui.widgets.values import unkept_slices_text
 
 
@@ -22,7 +22,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
     """Issue 12, item 19, in the app: cnn.py's input (1, 3, 32, 32) keeps one 32x32 block."""
     from ui_helpers import paused_at_start, run, sample_app
 
-    from hooktui.format import number
+    from hooktui.engine.records.format import number
     from hooktui.ui.app import HooktuiApp
     from hooktui.ui.widgets.values import ValuesPane
     from hooktui.ui.widgets.values_grid import ValuesGrid

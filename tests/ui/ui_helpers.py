@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from hooktui.commands.common import session_for
-from hooktui.engine.loader import load_target
-from hooktui.engine.session import record
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The Breakpoints screen (`K`): every breakpoint with its hit count; space enables or
 disables the selected one, d deletes it, and the input line adds one from a short spec
-(engine/breakpoints.py: `nan`, `norm > 1e3 in layers.* backward`, `if EXPR`, ...)."""
+(engine/analysis/breakpoints.py: `nan`, `norm > 1e3 in layers.* backward`, `if EXPR`, ...)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
-from ...engine.breakpoints import SPEC_HELP, BreakpointList, BreakpointState, parse_breakpoint
+from ...engine.analysis.breakpoints import SPEC_HELP, BreakpointList, BreakpointState, parse_breakpoint
 
 COLUMNS = ("on", "breakpoint", "kind", "hits")
 

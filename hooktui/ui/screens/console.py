@@ -1,4 +1,4 @@
-"""The console (`:`): Python expressions evaluated at the firing on screen (engine/console.py).
+"""The console (`:`): Python expressions evaluated at the firing on screen (engine/analysis/console.py).
 
 Results stack up above the input line: a tensor as the Tensors pane's one-line summary,
 anything else as its repr, an error as one red line. ↑/↓ in the input browse what was
@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, ListItem, ListView, Static
 
-from ...engine.console import ConsoleResult
+from ...engine.analysis.console import ConsoleResult
 from ...visible import visible
 from ..widgets.values import ValuesPane
 

@@ -9,7 +9,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ...engine.records import Event
+from ...engine.records.records import Event
 from ..paths import short_traceback, user_traceback
 from ..widgets.timeline import module_label
 
@@ -56,7 +56,7 @@ class ErrorScreen(ModalScreen[None]):
         if event.phase == "forward" and (event.module or event.module_type):
             where += f", in module {module_label(event.module)} ({event.module_type})"
         text.append(f"\n{where}", "")
-        for advice in event.notes[1:]:  # after the error itself: what to do (engine/device_errors.py)
+        for advice in event.notes[1:]:  # after the error itself: what to do (engine/run/device_errors.py)
             text.append(f"\n{advice}", "bold yellow")
         if self.last is not None:
             text.append(f"\nlast firing before it: #{self.last.number} {self.last.hook} of {module_label(self.last.module)}", "dim")

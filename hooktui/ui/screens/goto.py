@@ -1,7 +1,7 @@
 """Go to firing #N (`#`): the number Explain, `trace`, `diff` and the guard all cite.
 
 A small modal with one input, a number as every view prints it ("39", or "39.1" for a firing
-stepped into with `s`: engine/records.py, Event.sub); the app does the moving
+stepped into with `s`: engine/records/records.py, Event.sub); the app does the moving
 (NavigationActions.go_to_index) and says why when it cannot (not fired yet, a hidden legacy
 firing)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from ...engine.records import parse_firing_number
+from ...engine.records.records import parse_firing_number
 from .one_line import OneLineScreen
 
 

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ...engine.records import Event
+from ...engine.records.records import Event
 from ..widgets.overview import LOG_HIGH, LOG_LOW, OverviewRows
 from ..widgets.status import StatusInfo, StatusLine
 

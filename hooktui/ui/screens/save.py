@@ -1,7 +1,7 @@
 """Save the firings so far to a trace file (`S`), for `hooktui view` and `hooktui diff`.
 
 A small modal with one input, prefilled with a file name not used yet; the app writes the
-file (engine/trace_file.py: atomically, with the source lines around every call site)."""
+file (engine/records/trace_file.py: atomically, with the source lines around every call site)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from ...engine.records import Event
-from ...engine.user_hook_records import UserHookInfo
+from ...engine.records.records import Event
+from ...engine.records.user_hook_records import UserHookInfo
 
 COLUMNS = ("", "hook", "kind", "on", "defined at", "hits")
 

@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from ...engine.records import Event, NodeRecord
+from ...engine.records.records import Event, NodeRecord
 from .text_update import set_text
 
 # seq_nr of nodes that have none (AccumulateGrad): UINT64_MAX.

@@ -15,11 +15,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...engine.born import where_born
-from ...engine.breakpoints import Stop
-from ...engine.records import Event, TraceInfo
+from ...engine.analysis.born import where_born
+from ...engine.analysis.breakpoints import Stop
+from ...engine.records.records import Event, TraceInfo
 from ...explain import NOTE_CHARS, NOTES_SHOWN, Statement, explain, input_subject
-from ...format import shape_text
+from ...engine.records.format import shape_text
 from .text_view import TextView
 
 STATEMENTS_SHOWN = 300  # statements drawn; the rest are counted (each paint stays bounded)

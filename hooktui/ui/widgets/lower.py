@@ -17,8 +17,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
-from ...engine.breakpoints import Stop
-from ...engine.records import Event, TensorRecord, TraceInfo
+from ...engine.analysis.breakpoints import Stop
+from ...engine.records.records import Event, TensorRecord, TraceInfo
 from ..messages import TensorChosen
 from .autograd import AutogradPane
 from .explain import ExplainPane

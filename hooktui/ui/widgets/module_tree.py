@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ...engine.records import ModuleInfo, TraceInfo
+from ...engine.records.records import ModuleInfo, TraceInfo
 
 CURRENT, BREAK, VISITED, USER_HOOKS = "▶", "●", "✓", "H"
 # Modules the tree holds: a trace file's header may list a million; building and relabelling

@@ -33,8 +33,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.flow import CallNumbers, CallRow, CallRows, Quantity, call_numbers
-from ...engine.records import Event
+from ...engine.analysis.flow import CallNumbers, CallRow, CallRows, Quantity, call_numbers
+from ...engine.records.records import Event
 from .timeline import module_label
 
 LOG_LOW, LOG_HIGH = -8, 4

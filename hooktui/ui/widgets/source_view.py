@@ -1,7 +1,7 @@
 """The code around the current firing's call site, that line highlighted.
 
 The lines come from the app's Source (`lines_for`): a saved trace's stored lines, or a local
-file read only when it is a small regular Python file (engine/source_lines.py). Never a path
+file read only when it is a small regular Python file (engine/records/source_lines.py). Never a path
 opened on a record's word alone."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widget import Widget
 
-from ...engine.records import Event, SourceLocation, position_of
+from ...engine.records.records import Event, SourceLocation, position_of
 from ...visible import visible
 from ..paths import display_path
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
-from ...engine.breakpoints import Stop
-from ...engine.records import Event
+from ...engine.analysis.breakpoints import Stop
+from ...engine.records.records import Event
 from .timeline import module_label, nonfinite
 
 STATE_STYLE = {

@@ -11,9 +11,9 @@ from textual.containers import Vertical
 from textual.geometry import Size
 from textual.widgets import DataTable, Static
 
-from ...engine.compare import TensorDiff
-from ...engine.records import Event, TensorRecord
-from ...format import number, shape_text, stats_line
+from ...engine.analysis.compare import TensorDiff
+from ...engine.records.records import Event, TensorRecord
+from ...engine.records.format import number, shape_text, stats_line
 from ..messages import TensorChosen
 from .text_update import set_text
 from .pane_table import PaneTable

@@ -22,8 +22,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.records import Event
-from ...format import shape_text
+from ...engine.records.records import Event
+from ...engine.records.format import shape_text
 from ..history import History
 from ..messages import FiringChosen
 

@@ -15,8 +15,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ...engine.records import TensorRecord
-from ...format import number, shape_text
+from ...engine.records.records import TensorRecord
+from ...engine.records.format import number, shape_text
 from .text_update import set_text
 from .values_grid import ValuesGrid
 

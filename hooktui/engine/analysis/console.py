@@ -1,0 +1,76 @@
+"""The console at a paused firing (`:` in the app): a Python expression evaluated against
+the firing, with the names a breakpoint condition sees (engine/analysis/breakpoints.py). A statement
+(`x = grad_output[0]`, `import math`) runs too; the names it binds are kept in `names` (the
+app's, for its lifetime, as pdb keeps them) and seen by later lines at any firing.
+
+Live, the names are the live objects (`grad_output[0]` is the tensor itself); in a
+recorded trace only `event` and `tensors` (the records by name) exist, and a name that
+needs the model says so. A tensor result is summarised like a tensor of a firing (the
+Tensors pane's one line, its values for the Values grid); anything else is its repr,
+cut to a line. An exception is one line; nothing it raises escapes.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..records.format import shape_text, stats_line
+from ..records.records import Event, TensorRecord
+from .breakpoints import CONDITION_NAMES, condition_scope
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 200
+_REPR.maxother = 200
+
+
+@dataclass
+class ConsoleResult:
+    expression: str
+    text: str  # one line: the repr, the summary of a tensor, or the error
+    ok: bool = True
+    tensor: TensorRecord | None = None  # a tensor result, summarised like a firing's
+
+
+def evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
+    expression = expression.strip()
+    scope = condition_scope(event, live)
+    namespace = {"__builtins__": __builtins__, **(names or {}), **scope}
+    try:
+        try:
+            code = compile(expression, "<console>", "eval")
+        except SyntaxError:
+            code = compile(expression, "<console>", "exec")  # a statement; its own error if not one
+            exec(code, namespace)
+            if names is not None:  # what it bound, less the firing's own names
+                names.update((k, v) for k, v in namespace.items() if k not in scope and k != "__builtins__")
+            return ConsoleResult(expression, "ok")
+        value = eval(code, namespace)
+    except NameError as exc:
+        name = getattr(exc, "name", None)
+        if live is None and name in CONDITION_NAMES:
+            why = f"{name} is not available here: a recorded trace has no live objects (names here: event, tensors)"
+            return ConsoleResult(expression, why, ok=False)
+        return ConsoleResult(expression, f"NameError: {exc}", ok=False)
+    except SyntaxError as exc:
+        return ConsoleResult(expression, f"SyntaxError: {exc.msg}", ok=False)
+    except Exception as exc:  # the user's expression: one line, the app goes on
+        return ConsoleResult(expression, f"{type(exc).__name__}: {exc}", ok=False)
+    return _result(expression, value)
+
+
+def _result(expression: str, value: Any) -> ConsoleResult:
+    if isinstance(value, TensorRecord):
+        return ConsoleResult(expression, _summary(value), tensor=value)
+    if type(value).__module__.startswith("torch") and type(value).__name__ in ("Tensor", "Parameter"):
+        from ..summaries import stats
+
+        record = stats.describe(expression, value.detach())
+        return ConsoleResult(expression, _summary(record), tensor=record)
+    text = _REPR.repr(value).replace("\n", " ")
+    return ConsoleResult(expression, text)
+
+
+def _summary(record: TensorRecord) -> str:
+    return f"{shape_text(record)} {record.dtype or ''} {stats_line(record)}".replace("  ", " ")

@@ -1,0 +1,67 @@
+"""`legacy_backward` firings: what `module.register_backward_hook` (deprecated) would get.
+
+PyTorch registers a legacy hook on the grad_fn of the module's first output tensor, i.e.
+the module's *last* autograd node, and passes that node's input gradients as grad_input.
+We hook the very same node (hooktui does not wrap outputs, so it is the node PyTorch would
+use) and name what each of its inputs is.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from ..autograd.node_inputs import label_next_functions
+from ..autograd.nodes import name_of
+from .naming import indexed
+
+
+class LegacyHooks:
+    def __init__(self, tracer) -> None:
+        self.tracer = tracer
+
+    def watch(self, call, outputs: list[tuple[str, torch.Tensor]]) -> None:
+        first = outputs[0][1] if outputs else None
+        if first is None or first.grad_fn is None:
+            return
+        node = first.grad_fn
+        labels = label_next_functions(node, self.tracer.param_names, _input_edge_names(call))
+        input_shapes = [list(meta.shape) for _, meta in sorted(call.inputs.items())]
+        self.tracer.node_hooks.add(node, True, lambda gi, go: self._fire(call, node, labels, input_shapes, gi, go))
+
+    def _fire(self, call, node, labels: list[str], input_shapes: list[list[int]], grad_inputs, grad_outputs) -> None:
+        tracer = self.tracer
+        tensors, live = [], {}
+        for k, grad in enumerate(grad_inputs):
+            name = indexed("grad_input", k)
+            label = labels[k] if k < len(labels) else "?"
+            tensors.append(tracer.describe(name, grad, target=label) if grad is not None else tracer.missing(name, "None from the node", target=label))
+            live[name] = grad
+        for k, grad in enumerate(grad_outputs):
+            name = indexed("grad_output", k)
+            target = sys.intern(f"output {k} of {name_of(node)}")
+            tensors.append(tracer.describe(name, grad, target=target) if grad is not None else tracer.missing(name, "None", target=target))
+            live[name] = grad
+        shapes = [None if g is None else list(g.shape) for g in grad_inputs]
+        node_name = name_of(node)
+        if shapes == input_shapes:
+            verdict = f"legacy grad_input matches the module's inputs here: its last op ({node_name}) takes exactly the module's inputs"
+        else:
+            verdict = (
+                f"legacy grad_input ≠ module inputs: the hook sits on the module's last op ({node_name}), so its "
+                f"grad_input holds that op's input gradients {_shapes(shapes)}, not the gradients w.r.t. the module's "
+                f"inputs {_shapes(input_shapes)}; parameter gradients are only there if that op uses a parameter"
+            )
+        # Interned: the same few verdicts repeat on every call of a module (one string each,
+        # not one per firing: ~0.4 KB per legacy firing held otherwise).
+        tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=[sys.intern(verdict)])
+
+
+def _shapes(shapes: list[list[int] | None]) -> str:
+    return "[" + ", ".join("None" if s is None else "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in shapes) + "]"
+
+
+def _input_edge_names(call) -> dict[tuple[int, int], str]:
+    return {(id(node), nr): f"args[{i}]" for i, (node, nr) in call.input_edges.items()}
+

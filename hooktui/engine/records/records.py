@@ -1,0 +1,423 @@
+"""Plain event records: what the engine hands to the UI, the CLI and trace files.
+
+Nothing here imports torch or Textual, so a recorded trace can be read, rendered and
+tested with no model attached. Every record round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from .user_hook_records import UserHookCall, UserHookInfo
+
+PHASES = ("forward", "backward")
+# Hook kinds, in the order a reader meets them. `error` is the last event of a run
+# whose model raised.
+HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "error")
+# How a record says that hooktui's own summary of its tensor failed (engine/capture/contain.py).
+SUMMARY_FAILED = "hooktui could not summarise this tensor"
+
+
+@dataclass(slots=True)
+class TensorStats:
+    """Summary of one tensor, as it was when its firing happened (see engine/summaries/stats.py).
+
+    min/max/mean/std/absmax/norm are over the finite values only; NaN and +/-Inf are
+    counted separately, always exactly. `approx` is true when the tensor was too large
+    and the numbers come from an evenly strided sample of `sampled` elements. For complex
+    tensors the numbers describe |z| (`of == "abs"`). `hist_sampled > 0`: the histogram
+    and `zeros` come from an evenly strided sample of that many elements (zeros scaled
+    to the whole); 0 means they are exact.
+    """
+
+    count: int
+    finite: int = 0
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    absmax: float | None = None
+    norm: float | None = None
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    zeros: int = 0
+    # Non-finite elements in the whole tensor: exact even when `approx`.
+    nonfinite: int = 0
+    hist: list[int] = field(default_factory=list)
+    hist_range: list[float] | None = None
+    approx: bool = False
+    sampled: int = 0
+    of: str = "values"
+    hist_sampled: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class TensorRecord:
+    """One tensor of a firing, or a missing one (`shape is None`, `missing` says why)."""
+
+    name: str
+    shape: list[int] | None
+    dtype: str | None = None
+    device: str | None = None
+    requires_grad: bool | None = None
+    grad_fn: str | None = None
+    # For gradients: the forward-side tensor this gradient belongs to, e.g. "args[0]".
+    target: str | None = None
+    stats: TensorStats | None = None
+    # A leading block of the tensor (row-major, flattened) and that block's shape.
+    # `values_shape == shape` means every value was kept.
+    values: list[float] | None = None
+    values_shape: list[int] | None = None
+    missing: str | None = None
+    note: str | None = None
+    # Shown beyond PyTorch's own hook arguments (e.g. the gradient of a tensor nested in an
+    # output tuple, where PyTorch's grad_output slot is None): never under a PyTorch slot name.
+    extra: bool = False
+
+    @property
+    def is_missing(self) -> bool:
+        return self.shape is None
+
+    @property
+    def values_complete(self) -> bool:
+        return self.values is not None and self.values_shape == self.shape
+
+    @property
+    def nonfinite_counts(self) -> tuple[int, int, int] | None:
+        """(NaN, +Inf, -Inf) in the whole tensor, exact; None without stats. Cheap on a
+        lazy record: known at firing time, without computing the other statistics."""
+        stats = self.stats
+        return None if stats is None else (stats.nan, stats.posinf, stats.neginf)
+
+    def __eq__(self, other: object) -> bool:
+        # By field values, so a lazily summarised record equals its plain twin (a trace file's).
+        if not isinstance(other, TensorRecord):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(TensorRecord))
+
+
+class LazyTensorRecord(TensorRecord):
+    """A TensorRecord whose stats and value block are computed on first access.
+
+    The engine builds it with the cheap, exact facts filled in and `_summary`, an object
+    that computes the statistics and value block from a snapshot taken at firing time
+    (engine/summaries/lazy_stats.py) and keeps them compact. `stats`, `values` and `values_shape`
+    are left unset, so every read falls through to `__getattr__` and rebuilds them from
+    that compact form: a new TensorStats and a new list each time (a TensorStats with its
+    lists costs ~1 KB and three objects for the garbage collector to visit; packed, ~300
+    bytes and none).
+    """
+
+    __slots__ = ("_summary",)
+
+    @property
+    def nonfinite_counts(self) -> tuple[int, int, int] | None:
+        try:
+            return self._summary.nonfinite_counts()
+        except Exception as exc:
+            return self._failed(exc).nonfinite_counts()
+
+    def __getattr__(self, name: str):
+        read = _READS.get(name)
+        if read is None:
+            raise AttributeError(name)
+        try:
+            return read(self._summary)
+        except Exception as exc:
+            # Read where nothing may fail (a guard's check inside a hook, a trace being
+            # written): no statistics, and the note says why (engine/capture/contain.py).
+            return read(self._failed(exc))
+
+    def _failed(self, exc: Exception) -> _FailedSummary:
+        text = str(exc).strip().splitlines()
+        why = f"{SUMMARY_FAILED}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
+        self.note = why if not self.note else f"{self.note}; {why}"
+        failed = self._summary = _FailedSummary()
+        return failed
+
+
+class _FailedSummary:
+    """What a LazyTensorRecord reads once its summary has failed: nothing."""
+
+    __slots__ = ()
+
+    def read_stats(self) -> None:
+        return None
+
+    def read_values(self) -> None:
+        return None
+
+    def read_values_shape(self) -> None:
+        return None
+
+    def nonfinite_counts(self) -> None:
+        return None
+
+    def resolve(self) -> tuple:
+        return None, None, None
+
+    def drop_values(self) -> None:
+        pass
+
+
+_READS = {
+    "stats": lambda summary: summary.read_stats(),
+    "values": lambda summary: summary.read_values(),
+    "values_shape": lambda summary: summary.read_values_shape(),
+}
+
+
+@dataclass(slots=True, eq=False)
+class NodeRecord:
+    """An autograd node: its real name, creation order, inputs (next_functions), saved tensors."""
+
+    name: str
+    seq_nr: int | None = None
+    next: list[NodeRecord | None] = field(default_factory=list)
+    saved: dict[str, list[int] | str] = field(default_factory=dict)
+    truncated: bool = False
+
+    def __eq__(self, other: object) -> bool:
+        # By field values, so a lazily built record (engine/autograd/nodes.py) equals its plain twin.
+        if not isinstance(other, NodeRecord):
+            return NotImplemented
+        return self is other or (
+            self.name == other.name and self.seq_nr == other.seq_nr and self.truncated == other.truncated
+            and self.saved == other.saved and self.next == other.next
+        )
+
+
+@dataclass
+class SourceLocation:
+    filename: str
+    lineno: int
+    function: str
+    line: str = ""
+
+
+@dataclass
+class ErrorRecord:
+    type: str
+    message: str
+    traceback: str
+
+
+class _FrozenList(list):
+    """An empty list that cannot be filled: the notes of every firing that has none."""
+
+    def _refuse(self, *_args, **_kwargs):
+        raise TypeError("NO_NOTES is shared by every record without notes: build a new list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = __setitem__ = __delitem__ = _refuse
+    __iadd__ = __imul__ = _refuse
+
+
+# Shared by every Event without notes (most of them), instead of an empty list each.
+NO_NOTES: list[str] = _FrozenList()
+
+
+@dataclass(slots=True)
+class Event:
+    """One hook firing."""
+
+    index: int
+    phase: str
+    hook: str
+    module: str
+    module_type: str
+    call: int
+    grad_fn: str | None = None
+    tensors: list[TensorRecord] = field(default_factory=list)
+    source: SourceLocation | None = None
+    node: NodeRecord | None = None
+    # Backward firings: index of the forward firing (kind "forward") of the same call.
+    forward_index: int | None = None
+    # Facts worth saying about this firing, e.g. why it fired early.
+    notes: list[str] = field(default_factory=list)
+    error: ErrorRecord | None = None
+    # `user_hook` firings: which of the model's own hooks ran and what it did (user_hooks.py).
+    user_hook: UserHookCall | None = None
+    # Firings that exist only because the user stepped into a call's autograd nodes (`s`:
+    # node_pre / node, engine/capture/node_steps.py) take no number of the plain sequence: the k-th
+    # of them after plain firing N is N.k (`index` N, `sub` k). Every other firing has sub 0,
+    # so a firing's number is the same whether or not anyone stepped (README, "numbers").
+    sub: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = plain(self)
+        data["notes"] = list(self.notes)  # a plain list, also for NO_NOTES
+        if not self.sub:
+            del data["sub"]  # a plain firing's line is what it was before sub-numbers existed
+        return data
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """What tells this firing from every other of its run, in firing order."""
+        return (self.index, self.sub)
+
+    @property
+    def number(self) -> str:
+        """The firing's number as every view prints it after `#`: "39", or "39.1"."""
+        return firing_number(self.index, self.sub)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        return _build(cls, data)
+
+    @property
+    def main_tensor(self) -> TensorRecord | None:
+        """The tensor a one-line summary should show: the first one that is present."""
+        for tensor in self.tensors:
+            if not tensor.is_missing:
+                return tensor
+        return None
+
+
+def firing_number(index: int, sub: int = 0) -> str:
+    return f"{index}.{sub}" if sub else str(index)
+
+
+def parse_firing_number(text: str) -> tuple[int, int] | None:
+    """(index, sub) from "39", "#39" or "39.1"; None if it is not a firing number."""
+    head, dot, tail = text.strip().lstrip("#").partition(".")
+    if not head.isdigit() or dot and not tail.isdigit():
+        return None
+    return int(head), int(tail) if dot else 0
+
+
+def position_of(events: Sequence[Event], index: int, sub: int = 0) -> int | None:
+    """Where the firing numbered index.sub is in `events` (a run's firings, in firing
+    order, so in the order of their numbers), or None. Positions and numbers differ
+    once a firing has a sub-number or a firing was left out of a trace."""
+    position = bisect_left(events, (index, sub), key=_key)
+    if position < len(events) and events[position].key == (index, sub):
+        return position
+    return None
+
+
+def _key(event: Event) -> tuple[int, int]:
+    return (event.index, event.sub)
+
+
+@dataclass
+class ModuleInfo:
+    name: str
+    type: str
+    # Parameters directly owned by this module: name -> shape.
+    params: dict[str, list[int]] = field(default_factory=dict)
+    # PyTorch's name for it, where a wrapper's prefix was dropped from `name` (wrappers.py).
+    raw_name: str | None = None
+
+    @property
+    def depth(self) -> int:
+        return 0 if not self.name else self.name.count(".") + 1
+
+    @property
+    def parent(self) -> str | None:
+        if not self.name:
+            return None
+        return self.name.rpartition(".")[0]
+
+
+@dataclass
+class TraceInfo:
+    """What a trace is of: enough for the UI to draw without the model."""
+
+    model: str
+    modules: list[ModuleInfo]
+    loss: str
+    device: str = "cpu"
+    torch_version: str = ""
+    # The firing (index) a run stopped at, e.g. hooktui.guard's first bad value: a recorded
+    # trace opens there.
+    stopped_at: int | None = None
+    # The process's rank and the world size when the run was distributed (engine/records/ranks.py);
+    # None otherwise, and in files written before they were recorded.
+    rank: int | None = None
+    world_size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for name in ("rank", "world_size"):
+            if data[name] is None:
+                del data[name]  # a single process's header is what it was before ranks were recorded
+        return data
+
+    def rank_text(self) -> str | None:
+        """ "rank 0 of 2", "rank 3" (no world size known), or None (not distributed)."""
+        if self.rank is None:
+            return None
+        return f"rank {self.rank}" + ("" if self.world_size is None else f" of {self.world_size}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceInfo:
+        return _build(cls, data)
+
+
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def plain(value: Any) -> Any:
+    """What `dataclasses.asdict` makes of a record (dicts for records, new lists, tuples and
+    dicts around the same atoms), at a fraction of its cost: records hold only strings,
+    numbers, None, lists, tuples, dicts and records, so nothing needs asdict's deep copies
+    (a firing's 1,024 kept values took it ~9 ms)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is list or kind is tuple or kind is _FrozenList:
+        if all(map(_ATOMS.__contains__, map(type, value))):
+            return list(value) if kind is not tuple else value
+        items = [plain(v) for v in value]
+        return tuple(items) if kind is tuple else items
+    if kind is dict:
+        return {k: plain(v) for k, v in value.items()}
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        if not is_dataclass(value):
+            return copy.deepcopy(value)  # not a record's kind of value: as asdict does
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+    return {name: plain(getattr(value, name)) for name in names}
+
+
+# Nested record types by (owner class, field name); used to rebuild records from JSON.
+_NESTED: dict[tuple[type, str], type] = {
+    (Event, "tensors"): TensorRecord,
+    (Event, "source"): SourceLocation,
+    (Event, "node"): NodeRecord,
+    (Event, "error"): ErrorRecord,
+    (Event, "user_hook"): UserHookCall,
+    (UserHookCall, "hook"): UserHookInfo,
+    (TensorRecord, "stats"): TensorStats,
+    (NodeRecord, "next"): NodeRecord,
+    (TraceInfo, "modules"): ModuleInfo,
+}
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a record from a dict, rejecting unknown or missing keys with ValueError."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown keys for {cls.__name__}: {sorted(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        nested = _NESTED.get((cls, name))
+        if nested is not None and value is not None:
+            if isinstance(value, list):
+                value = [None if v is None else _build(nested, v) for v in value]
+            else:
+                value = _build(nested, value)
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad {cls.__name__}: {exc}") from None
