@@ -11,9 +11,10 @@ firing one of them matches: the firings up to it are printed, then where the bad
 born (engine/analysis/born.py; with --json, one last record `{"stopped": ...}`), and the exit
 status is 3, for a CI job or a sweep to test.
 
-Legacy firings are always recorded, as in the app, so that a firing has the same number
-everywhere (the app, the table, --json, a saved file, the Explain pane's "#N"); without
---legacy they are left out of what is printed and saved.
+Legacy firings are always recorded, as in the app; without --legacy they are left out of
+what is printed and saved, their numbers skipped (engine/records/firing.py: a firing has the same
+number everywhere). A value breakpoint never stops at one, so the stop is always a firing
+this table prints.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import sys
 
 from ..engine.run import device_errors
 from ..engine.analysis.born import where_born
+from ..engine.records import firing
+from ..engine.records.records import firing_number
 from ..engine.records.trace_file import TraceFileError, check_save_path, event_json, write_trace
 from ..errors import Interrupted, UserError
 from ..visible import visible
@@ -40,16 +43,17 @@ EXIT_FAILED_OUTPUT = 1  # stdout could not be written (not the model's fault, no
 def write_stop(write, events, stop, as_json: bool) -> None:
     """Where the run stopped and, for a value breakpoint, where the value was born."""
     bp = stop.breakpoint
-    born = where_born(events, bp, upto=stop.index) if bp.kind in ("nonfinite", "threshold") else None
+    born = where_born(events, bp, upto=stop.key) if bp.kind in ("nonfinite", "threshold") else None
     if as_json:
-        record = {"stopped": {"index": stop.index, "breakpoint": bp.label, "reason": stop.reason,
+        number = {"index": stop.index, "sub": stop.sub} if stop.sub else {"index": stop.index}
+        record = {"stopped": {**number, "breakpoint": bp.label, "reason": stop.reason,
                               "born": None if born is None else {
-                                  "seen": born.seen, "origin": born.origin, "phase": born.phase, "module": born.module,
+                                  "seen": born.seen, "origin": born.origin, "origin_sub": born.origin_sub, "phase": born.phase, "module": born.module,
                                   "call": born.call, "tensor": born.tensor, "what": born.what, "explanation": born.lines}}}
         write(json.dumps(record))
         return
     write("")
-    write(visible(f"stopped at #{stop.index}: {bp.label}: {stop.reason}"))
+    write(visible(f"stopped at #{firing_number(*stop.key)}: {bp.label}: {stop.reason}"))
     if born is not None:
         write("where it was born:")
         for line in born.lines:
@@ -111,7 +115,7 @@ def run_trace(args) -> int:
             write(format_header(session.trace.info))
 
         def shown(event) -> bool:
-            return args.legacy or event.hook != "legacy_backward"
+            return firing.is_shown(event.hook, args.legacy)
 
         def on_event(event) -> None:
             if event.hook != "error" and shown(event):
@@ -134,7 +138,7 @@ def run_trace(args) -> int:
         raise UserError(f"cannot write to standard output: {failed[0].strerror or failed[0]}{kept}", exit_status=EXIT_FAILED_OUTPUT)
     if args.save:
         if stopped:  # `hooktui view` opens there, and says why (the app's Stop from the records)
-            trace.info.stopped_at = stopped[0].index
+            trace.info.stopped_at, trace.info.stopped_sub = stopped[0].key
         try:
             write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])
         except (TraceFileError, OSError) as exc:

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..engine.analysis.breakpoints import Breakpoint
+from ..engine.records import firing
 from ..engine.run.one_run import claimed
 from ..engine.run.session import Session, Trace
 from ..engine.run.thread_state import ThreadState
@@ -75,13 +77,17 @@ def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str) -> tor
         quit_finishes=on_quit == "return",
         pause=app,
         label=f"{type(model).__name__} (hooktui.debug at {call_site})",
-        legacy=app,  # the app can show legacy firings (L); a recording leaves them out
+        legacy=app,  # the app can show legacy firings (L); a recording counts them only (engine/records/firing.py)
     )
     with set_aside(model):  # a hooktui.guard on this model: this step is debug's
         if app:
             session.gate.skip_hooks.add("legacy_backward")
             in_app.debug_in_app(session, call_site, on_quit)
         else:
+            # Recorded, it hunts as the guard does (engine/hunt.py): the autograd node that makes
+            # a NaN/Inf is a node firing, so the file says where it was born as the guard would.
+            # The gate runs freely: nothing pauses, nothing stops.
+            session.add_breakpoint(Breakpoint.nonfinite())
             session.run()
     # Only the process that called debug() writes its trace: a process the step forked
     # (os.fork, a fork-started worker) that unwinds through here with sys.exit must not
@@ -116,7 +122,7 @@ def _add_advice(exception: BaseException, trace: Trace) -> None:
 
 
 def _save(trace: Trace, path) -> None:
-    events = [e for e in trace.events if e.hook != "legacy_backward"]
+    events = firing.shown(trace.events)  # their numbers as in the app, legacy ones skipped
     try:
         write_trace(path, trace.info, events)
     except OSError as exc:  # the step has run: say so, and let the program go on

@@ -19,13 +19,22 @@ class GuardError(Exception):
     """Raised by `hooktui.guard` at the first bad value (NonFiniteError, ThresholdError).
 
     `born`: where it was born (engine/analysis/born.py's Born: phase, module, call, tensor, lines);
-    `index`: the firing, in the saved trace; `step`: which step under the guard (0 = the
+    `index` (and `sub`, its sub-number: `number` says "17.1"): the firing, in the saved trace
+    and as `trace` numbers it (engine/records/firing.py); `step`: which step under the guard (0 = the
     first); `trace_path`: the trace file of the step's firings so far (None if not saved).
     """
 
-    def __init__(self, message: str, *, born=None, index: int | None = None, step: int = 0, trace_path=None) -> None:
+    def __init__(self, message: str, *, born=None, index: int | None = None, sub: int = 0, step: int = 0,
+                 trace_path=None) -> None:
         super().__init__(message)
-        self.born, self.index, self.step, self.trace_path = born, index, step, trace_path
+        self.born, self.index, self.sub, self.step, self.trace_path = born, index, sub, step, trace_path
+
+    @property
+    def number(self) -> str | None:
+        """The firing's number as every view prints it after `#` ("17", "17.1")."""
+        if self.index is None:
+            return None
+        return f"{self.index}.{self.sub}" if self.sub else str(self.index)
 
 
 class NonFiniteError(GuardError):

@@ -58,6 +58,7 @@ from ..engine.run.one_run import claimed
 from ..engine.records.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.run.session import describe_modules
 from ..engine.records.trace_file import write_trace
+from ..engine.capture.user_hooks import UserHooks
 from . import guard_ranks, in_app, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
@@ -158,6 +159,7 @@ class Guard:
         self.root_depth = 0
         self.events: list[Event] = []
         self._tracer: _StepTracer | None = None
+        self._user_hooks: UserHooks | None = None
         self._root_handles: list = []
         self._lines: hunt.CreationLines | None = None
         self._forwards = 0  # root forwards with grad in this step, none backwarded yet
@@ -207,9 +209,14 @@ class Guard:
     # -- steps -------------------------------------------------------------------------
     def _start_tracer(self, walk: ModelWalk | None = None) -> None:
         lazy_stats.start_run()
+        walk = walk or ModelWalk(self.model)
         tracer = self._tracer = _StepTracer(self.model, self._emit, self, walk)
         tracer.hunting = self._hunting
         tracer.defer_hunt = self._deferred
+        # The model's own hooks are firings as in a Session (user_hook), so that every firing
+        # has the number `trace` and the app give it (engine/records/firing.py); first, as there.
+        user_hooks = self._user_hooks = UserHooks(self.model, walk)
+        user_hooks.install(tracer)
         tracer.install()
         # After the tracer's: the root's post-hook must run after the tracer's (it may end the step).
         self._root_handles = [
@@ -250,6 +257,9 @@ class Guard:
         self._root_handles = []
         if self._tracer is not None:
             self._tracer.remove()
+        if self._user_hooks is not None:
+            user_hooks, self._user_hooks = self._user_hooks, None
+            user_hooks.remove()
         self._stop_lines()
         if self._deferred:
             # Nobody reads a finished step's summaries: never copied (a stop read its own first).
@@ -367,12 +377,9 @@ class Guard:
                 event.tensors = [t for t in event.tensors if not (t.extra and t.name.endswith(" before this backward")
                                                                   and not any(t.nonfinite_counts or ()))]
         found = tracer.node_watch.first_born() if self._hunting else None
-        if found is not None:  # it fired before the firing at its position: those after move one on
-            for event in events:
-                if event.index >= found.position:
-                    event.index += 1
-            node_event = tracer.born_node_event(found, found.position)
-            events = [e for e in events if e.index < found.position] + [node_event] + [e for e in events if e.index > found.position]
+        if found is not None:  # N.1 after the plain firing N before it (engine/records/firing.py): nothing moves
+            node_event = tracer.born_node_event(found)
+            events = [e for e in events if e.key <= node_event.key] + [node_event] + [e for e in events if e.key > node_event.key]
         for position, event in enumerate(events):
             if self._hunting and (notes := tracer.deferred_notes(event)):
                 event.notes = notes
@@ -410,19 +417,20 @@ class Guard:
             device=next((str(p.device) for p in self.model.parameters()), "cpu"),
             torch_version=torch.__version__,
             stopped_at=event.index,
+            stopped_sub=event.sub,
             **ranks.ranked(),
         )
         path = _save(info, events)
         if path is not None:
             name = where.shown(path)
-            message += f"\nThe step's firings so far are in {name}: `hooktui view {name}` opens at #{event.index}."
+            message += f"\nThe step's firings so far are in {name}: `hooktui view {name}` opens at #{event.number}."
         error_type = NonFiniteError if bp.kind == "nonfinite" else ThresholdError
-        error = error_type(message, born=born, index=event.index, step=step, trace_path=path)
+        error = error_type(message, born=born, index=event.index, sub=event.sub, step=step, trace_path=path)
         if self._maybe_open_app(info, events) and where.under_hooktui_run:
             # The user saw it in the app and quit: `hooktui run` ends the script with one line
             # and status 0, as after `hooktui.debug` (the error is the Quit's cause).
             saved = f"; its firings are in {where.shown(path)}" if path is not None else ""
-            quit = Quit(f"{self.call_site}, step {step}, firing #{event.index}{saved}")
+            quit = Quit(f"{self.call_site}, step {step}, firing #{event.number}{saved}")
             quit.__cause__ = error
             return quit
         return error
@@ -451,7 +459,7 @@ def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | 
     module = event.module or "(root)"
     phase = "" if event.hook.startswith(event.phase) else f" in {event.phase}"
     on = "" if rank is None else f"rank {rank[0]} of {rank[1]}, "
-    head = (f"hooktui.guard: {on}step {step}, firing #{event.index} ({event.hook}{phase} of {module} "
+    head = (f"hooktui.guard: {on}step {step}, firing #{event.number} ({event.hook}{phase} of {module} "
             f"({event.module_type}) call {event.call}): {reason}")
     if born is not None:
         lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]

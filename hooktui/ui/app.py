@@ -25,6 +25,7 @@ from ..engine.analysis.breakpoints import CONDITION_NAMES, Breakpoint, Stop
 from ..engine.analysis.console import evaluate
 from ..engine.records.records import Event, TraceInfo, position_of
 from ..engine.records.trace_file import TraceFileError, write_trace
+from ..engine.records import firing
 from .against import Against
 from .ending import EndedBySignal, Ending, give_back_terminal
 from .history import History
@@ -150,7 +151,7 @@ class HooktuiApp(NavigationActions, App):
             self.legacy_shown = session.legacy and "legacy_backward" not in session.gate.skip_hooks
         else:
             self.legacy_shown = True
-        self.history.hidden = set() if self.legacy_shown else {"legacy_backward"}
+        self.history.hidden = set(firing.hidden_kinds(self.legacy_shown))
 
     # -- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -182,10 +183,12 @@ class HooktuiApp(NavigationActions, App):
         known = self.source.start(self)
         self.history.extend(known)
         if known:  # a recorded trace opens at its first firing, where its run stopped, or (against another) where they part
-            stopped = self.info.stopped_at
+            # A file from an older hooktui may name a firing it does not hold or one this
+            # view hides (a legacy firing): it opens at the next firing shown (firing.py).
+            stopped = firing.visible_number(known, self.info.stopped_key, self.legacy_shown)
             first = self.against.first if self.against is not None else None
             if first is None:
-                found = None if stopped is None else position_of(known, stopped)
+                found = None if stopped is None else position_of(known, *stopped)
                 first = found or 0
                 self._recorded_stop(known[found] if found is not None else None)
             self.history.move(first)
@@ -419,8 +422,8 @@ class HooktuiApp(NavigationActions, App):
         return StatusInfo(
             state=state,
             event=history.current,
-            position=history.cursor,
-            total=len(history),
+            position=history.shown_ordinal(history.cursor),
+            total=history.shown_total,
             more_coming=self.source.can_advance,
             loss=self.info.loss,
             summary=self.summary(with_time=False) if done and history.at_latest else "",
@@ -454,7 +457,7 @@ class HooktuiApp(NavigationActions, App):
             self.notify("this run does not record legacy firings: open the model with --legacy", title="legacy")
             return
         self.legacy_shown = shown
-        hidden = set() if shown else {"legacy_backward"}
+        hidden = set(firing.hidden_kinds(shown))
         history = self.history
         history.hidden.clear()
         history.hidden.update(hidden)  # LowerPanes.hidden is the same set

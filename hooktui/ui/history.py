@@ -3,16 +3,18 @@
 The list only grows. `cursor` is the firing on screen; `follow` says the cursor moves
 to each new firing as it arrives (stepping forward at the latest one, or `G`). Firings
 whose hook kind is in `hidden` (legacy_backward while the legacy view is off) stay in the
-list but moving skips them: `latest` is the last firing that is not hidden.
+list but moving skips them: `latest` is the last firing that is not hidden, and the
+status line's "12/28" counts the shown firings only (`shown_ordinal`, `shown_total`).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
 from ..engine.analysis.breakpoints import BreakpointList, Stop
 from ..engine.records.records import Event
+from ..engine.records import firing
 
 
 class History:
@@ -28,6 +30,8 @@ class History:
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
         self.hidden: set[str] = set()  # hook kinds that moving skips
+        # Positions of the firings of each kind a view may hide (legacy_backward), in order.
+        self._hideable: dict[str, list[int]] = {}
         # Cells the longest sub-number takes (".1": 2), 0 while no firing has one (Event.sub).
         self.sub_width = 0
 
@@ -36,6 +40,19 @@ class History:
 
     def visible(self, position: int) -> bool:
         return self.events[position].hook not in self.hidden
+
+    def _hidden_upto(self, position: int) -> int:
+        """How many hidden firings are at positions before `position`."""
+        return sum(bisect_left(self._hideable.get(kind, ()), position) for kind in self.hidden)
+
+    @property
+    def shown_total(self) -> int:
+        """How many firings are shown (the timeline's rows without a filter)."""
+        return len(self.events) - self._hidden_upto(len(self.events))
+
+    def shown_ordinal(self, position: int) -> int:
+        """`position` counted among the shown firings (0-based): the row a status line says."""
+        return position - self._hidden_upto(position)
 
     def next_visible(self, position: int, delta: int) -> int | None:
         """The first shown firing after (`delta` > 0) or before `position`, if any."""
@@ -77,6 +94,8 @@ class History:
                 positions, modules = self._firsts.setdefault(event.phase, ([], []))
                 positions.append(position)
                 modules.append(event.module)
+            if firing.visibility(event.hook) is firing.Visibility.HIDDEN_LEGACY:
+                self._hideable.setdefault(event.hook, []).append(len(self.events) - 1)
             if event.sub:
                 self.sub_width = max(self.sub_width, len(str(event.sub)) + 1)
             if event.hook == "error":

@@ -177,13 +177,16 @@ class NavigationActions:
         name = firing_number(index, sub)
         position = position_of(history.events, index, sub)
         if position is None:
-            latest = history.events[-1].key if history.events else None
+            last = history.latest
+            latest = history.events[last].key if history.events else None
             if latest is not None and (index, sub) < latest:
                 why = (f"#{name} is not in this run (a legacy firing left out of the trace)" if not sub
                        else f"#{name} is not in this run (N.k numbers the firings stepped into with s after #N)")
-            else:
+            elif self.source.can_advance:
                 why = f"#{name} has not fired yet" + ("" if latest is None else f" (latest #{firing_number(*latest)})")
-                why += ": c or n runs on" if self.source.can_advance else ""
+                why += ": c or n runs on"
+            else:  # the run is over (or a recorded trace): nothing more will fire
+                why = f"#{name} is not in this run" + ("" if latest is None else f": its last firing is #{firing_number(*latest)}")
             self.notify(why, title="go to", markup=False)
             return
         if not history.visible(position):

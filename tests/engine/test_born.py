@@ -9,6 +9,7 @@ from torch import nn
 from hooktui import Session, record
 from hooktui.engine.analysis.born import where_born
 from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.records.records import position_of
 from nan_models import ZeroVarianceNorm, fp16_overflow_model, line_of, zero_variance_model
 from plain_hooks import SAMPLES, load_sample
 
@@ -20,6 +21,12 @@ def hunt(model, inputs, loss_fn=None, bp=None):
     session.gate.resume()
     session.run(on_state=lambda s: s == "paused" and session.quit())
     return session.trace.events
+
+
+def at(events, born):
+    """The firing `born` names, found by its number (numbers skip counted legacy firings
+    and a hunt's node firing is N.1: engine/records/firing.py), not taken as a position."""
+    return events[position_of(events, *born.origin_key)]
 
 
 def line_in(path, text):
@@ -52,7 +59,7 @@ def test_log_of_zero_in_forward_is_born_in_the_module_that_calls_log():
     assert "-Inf" in born.what
     assert "LogBackward0" in born.text
     assert f"test_born.py:{line_of(LogHead, 'torch.log(p)')}: return torch.log(p)" in born.text
-    assert events[born.seen].hook == "forward" and born.seen == len(events) - 1
+    assert at(events, born).hook == "forward" and at(events, born) is events[-1]
 
 
 def test_sqrt_of_zero_in_backward_is_born_at_the_sqrt_node_of_the_norm():
@@ -68,8 +75,8 @@ def test_sqrt_of_zero_in_backward_is_born_at_the_sqrt_node_of_the_norm():
         h.remove()
     assert all(outs)
     born = where_born(events)
-    assert born.phase == "backward" and events[born.origin].hook == "node"
-    assert events[born.origin].grad_fn == "SqrtBackward0"
+    assert born.phase == "backward" and at(events, born).hook == "node"
+    assert at(events, born).grad_fn == "SqrtBackward0"
     assert born.module == "blocks.2.norm"  # the last block runs backward first
     assert f"nan_hunt.py:{line_in(SAMPLES / 'nan_hunt.py', 'torch.sqrt(ms)')}" in born.text
     assert "1/(2·sqrt(x))" in born.text
@@ -78,7 +85,7 @@ def test_sqrt_of_zero_in_backward_is_born_at_the_sqrt_node_of_the_norm():
 def test_division_by_a_zero_variance():
     events = hunt(zero_variance_model(), torch.randn(3, 2))
     born = where_born(events)
-    assert (born.module, born.tensor, events[born.origin].hook) == ("1", "output", "forward")
+    assert (born.module, born.tensor, at(events, born).hook) == ("1", "output", "forward")
     assert "NaN" in born.what and "DivBackward0" in born.text
     assert f":{line_of(ZeroVarianceNorm, 'x.std()')}:" in born.text
 
@@ -106,7 +113,7 @@ def test_exploding_gradient_born_with_a_threshold():
     born = where_born(events, bp)
     # Independent: the gradient at layer i's input is 1.2 ** (100 - i) * norm(ones) = 2 * 1.2 ** (100 - i).
     first = max(i for i in range(100) if 2 * 1.2 ** (100 - i) > 1e3)
-    assert (born.module, events[born.origin].hook, born.tensor) == (str(first), "backward", "grad_input[0]")
+    assert (born.module, at(events, born).hook, born.tensor) == (str(first), "backward", "grad_input[0]")
     assert "norm" in born.what and "within norm ≤ 1000" in born.text
 
 
@@ -128,11 +135,13 @@ def test_born_names_firing_numbers_where_a_saved_trace_skips_some():
     saved = [e for e in events if e.hook != "legacy_backward"]  # what `trace --save` writes
     full, gapped = where_born(events), where_born(saved)
     assert gapped.origin == full.origin == gapped.seen
-    origin = next(e for e in saved if e.index == gapped.origin)
+    assert full.origin_key == gapped.origin_key
+    origin = next(e for e in saved if e.key == gapped.origin_key)
     assert origin.grad_fn == "SqrtBackward0" and any(t.stats and t.stats.nan for t in origin.tensors)
-    # upto is a firing number too: stopping at the origin finds it, one before it does not.
-    assert where_born(saved, upto=gapped.origin).origin == gapped.origin
-    assert where_born(saved, upto=gapped.origin - 1) is None
+    # upto is a firing number too: stopping at the origin finds it, one before it does not
+    # (the hunt's node firing is N.1: the plain firing N comes before it).
+    assert where_born(saved, upto=gapped.origin_key).origin_key == gapped.origin_key
+    assert gapped.origin_sub == 1 and where_born(saved, upto=gapped.origin) is None
 
 
 class Scoped(nn.Module):

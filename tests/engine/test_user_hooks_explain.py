@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from hooktui.engine.run.session import record
+from hooktui.engine.records.records import position_of
 from hooktui.explain import explain
 from plain_hooks import load_sample
 
@@ -34,7 +35,7 @@ def test_explain_of_a_module_firing_names_the_hook_that_changed_its_gradient():
     model[2].register_full_backward_hook(clip_grad)
     trace = record(model, torch.ones(2, 4))
     hook = next(e for e in trace.events if e.hook == "user_hook")
-    module_firing = trace.events[hook.index - 1]
+    module_firing = trace.events[position_of(trace.events, hook.index) - 1]  # a position, not a number
     texts = [t for _, t in _texts(module_firing, trace)]
     mention = next(t for t in texts if t.startswith("Your hook"))
     assert f"clip_grad` at test_user_hooks_explain.py:{clip_grad.__code__.co_firstlineno} ran just after this (#{hook.index})" in mention

@@ -106,7 +106,8 @@ def test_breakpoint_on_fc1_stops_in_forward_and_backward():
                 await wait_for(pilot, stopped, "a breakpoint")
                 if app.state == "paused":
                     stops.append(app.history.cursor)
-            assert stops == [e.index for e in expected if e.module == "fc1" and e.index > 1]
+            # Positions are not numbers (numbers skip counted legacy firings: engine/records/firing.py).
+            assert [app.history.events[i].index for i in stops] == [e.index for e in expected if e.module == "fc1" and e.index > 1]
             assert [app.history.events[i].phase for i in stops][:3] == ["forward", "backward", "backward"]
 
     run(script())
@@ -206,11 +207,11 @@ def test_replay_of_a_recorded_trace_needs_no_model():
             await pilot.press("b")  # fc1
             fc1 = [e.index for e in events if e.module == "fc1"]
             await pilot.press("c")
-            assert app.history.cursor == fc1[1]
+            assert app.current.index == fc1[1]
             await pilot.press("c")
-            assert app.history.cursor == fc1[2] and app.current.phase == "backward"
+            assert app.current.index == fc1[2] and app.current.phase == "backward"
             await pilot.press("b", "B", "g", "c")
-            assert app.history.cursor == next(e.index for e in events if e.phase == "backward")
+            assert app.current.index == next(e.index for e in events if e.phase == "backward")
             await pilot.press("c")
             assert app.history.cursor == len(events) - 1
             assert app.check_action("step", ()) is None

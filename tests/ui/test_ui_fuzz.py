@@ -42,7 +42,7 @@ EXAMPLES: dict[type, dict] = {
     UserHookCall: {"hook": None, "returned": "replaced", "changes": ["grad_input[0] replaced"], "error": "ValueError: no"},
     ModuleInfo: {"name": "fc", "type": "Linear", "params": {"weight": [1, 3], "bias": [1]}, "raw_name": "module.fc"},
     TraceInfo: {"model": "model_fuzz.py", "modules": [], "loss": "output.sum()", "device": "cpu", "torch_version": "2.13",
-                "stopped_at": 1, "rank": 1, "world_size": 2},
+                "stopped_at": 1, "stopped_sub": 0, "rank": 1, "world_size": 2},
     Event: {"index": 0, "phase": "forward", "hook": "forward", "module": "fc", "module_type": "Linear", "call": 0,
             "grad_fn": "AddmmBackward0", "tensors": [], "source": None, "node": None, "forward_index": 0, "notes": ["a note"],
             "error": None, "user_hook": None, "sub": 0},

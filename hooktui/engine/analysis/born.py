@@ -26,6 +26,7 @@ import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..records import firing
 from ..records.records import Event, TensorRecord, firing_number
 from .breakpoints import Breakpoint
 
@@ -97,7 +98,7 @@ def where_born(events: Sequence[Event], bp: Breakpoint = NONFINITE, upto: int | 
 
 
 def _bad(event: Event, bp: Breakpoint) -> list[tuple[TensorRecord, str]]:
-    if event.hook in ("error", "user_hook", "legacy_backward"):
+    if not firing.can_stop_at(event.hook):  # never a legacy firing, an error or the model's own hook
         return []
     # The breakpoint's own narrowing (a phase, a hook kind, a module glob) holds here too: a
     # gradient bound set for backward must not find a large forward activation first.

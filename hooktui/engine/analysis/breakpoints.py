@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from ..records import firing
 from ..records.records import Event, TensorRecord
 from .births import Births
 
@@ -120,6 +121,8 @@ class Breakpoint:
             return None
         if event.hook == "error" or event.user_hook is not None:
             return None
+        if self.kind in ("nonfinite", "threshold") and not firing.can_stop_at(event.hook):
+            return None  # a legacy firing: its gradients reach a shown firing (firing.py)
         if self.phase is not None and event.phase != self.phase:
             return None
         if self.hook is not None and event.hook != self.hook:

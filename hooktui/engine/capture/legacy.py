@@ -4,6 +4,10 @@ PyTorch registers a legacy hook on the grad_fn of the module's first output tens
 the module's *last* autograd node, and passes that node's input gradients as grad_input.
 We hook the very same node (hooktui does not wrap outputs, so it is the node PyTorch would
 use) and name what each of its inputs is.
+
+A run that does not record them (`hooktui.guard`, a recorded `hooktui.debug`) still
+counts them: the hook takes the firing's number and builds nothing, so every other firing
+has the number it has where legacy firings are recorded (engine/records/firing.py).
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ from .naming import indexed
 
 
 class LegacyHooks:
-    def __init__(self, tracer) -> None:
+    def __init__(self, tracer, record: bool = True) -> None:
         self.tracer = tracer
+        self.record = record
 
     def watch(self, call, outputs: list[tuple[str, torch.Tensor]]) -> None:
         first = outputs[0][1] if outputs else None
         if first is None or first.grad_fn is None:
             return
         node = first.grad_fn
+        if not self.record:  # counted only: its number is taken, nothing is built
+            self.tracer.node_hooks.add(node, True, lambda gi, go: self.tracer.next_index("legacy_backward"))
+            return
         labels = label_next_functions(node, self.tracer.param_names, _input_edge_names(call))
         input_shapes = [list(meta.shape) for _, meta in sorted(call.inputs.items())]
         self.tracer.node_hooks.add(node, True, lambda gi, go: self._fire(call, node, labels, input_shapes, gi, go))

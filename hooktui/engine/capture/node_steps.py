@@ -53,7 +53,7 @@ class NodeSteps:
             name = f"{prefix}[{k}]"
             tensors.append(tracer.describe(name, grad, target=target) if grad is not None else tracer.missing(name, "None", target=target))
             live[name] = grad
-        tracer.fire_call(call, hook, tensors, live, node=node, stepped=True)
+        tracer.fire_call(call, hook, tensors, live, node=node)  # N.k: firing.py
 
 
 def call_nodes(call) -> list:

@@ -59,6 +59,7 @@ from torch.autograd.graph import get_gradient_edge
 from ..autograd import nodes
 from ..autograd.node_hooks import GradWatch, NodeHooks
 from ..autograd.placement import Placement
+from ..records import firing
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from ..summaries import sharded, stats
 from . import backward_calls, collector, hunt, scripted
@@ -203,7 +204,8 @@ class Tracer:
         self.param_names = {id(p): name for name, p in walk.params}
         # Lazy parameters appear during the first forward: walked again when backward starts.
         self._lazy = walk.has_lazy
-        self._legacy = LegacyHooks(self) if legacy else None
+        # Legacy firings are always counted (their numbers are taken), recorded with `legacy`.
+        self._legacy = LegacyHooks(self, record=legacy)
         self._param_grads = ParamGradHooks(self) if param_grads else None
         self._node_steps = NodeSteps(self)
         # Set while a non-finite breakpoint is on (hunt.py): watch every node in backward,
@@ -243,9 +245,8 @@ class Tracer:
         self._last_forward: dict[str, int] = {}
         # Module name -> notes on the TorchScript children it holds (scripted.py).
         self._scripted_notes: dict[str, list[str]] = {}
-        self._next_index = 0
-        # Sub-number of the latest stepped firing after plain firing `_next_index - 1` (Event.sub).
-        self._sub = 0
+        # Every firing's number (firing.py: plain, or N.k for node firings).
+        self._numbers = firing.Counter()
 
     # -- install / remove --------------------------------------------------------
     def install(self) -> None:
@@ -311,8 +312,8 @@ class Tracer:
 
     @property
     def next_free_index(self) -> int:
-        """The index the next firing will take."""
-        return self._next_index
+        """The index the next plain firing will take."""
+        return self._numbers.taken
 
     @property
     def calls(self) -> list:
@@ -323,11 +324,12 @@ class Tracer:
     def node_watch(self) -> hunt.NodeWatch:
         return self._node_watch
 
-    def next_index(self) -> int:
-        """A number of the plain sequence, for a firing made outside fire_event."""
+    def next_index(self, hook: str = "error") -> int:
+        """A number of the plain sequence, for a firing made outside fire_event (the run's
+        error), or taken by a firing counted but not recorded (a legacy firing of a run
+        that does not record them: firing.py)."""
         with self._firing:
-            index = self._next_index
-            self._next_index, self._sub = index + 1, 0
+            index, _ = self._numbers.take(hook)
             return index
 
     # -- forward -----------------------------------------------------------------
@@ -426,8 +428,7 @@ class Tracer:
             call.out_key = (self._placement.queue_seq(call, call.seq_end), next(self._tick))
             self._calls.append(call)
             self._placement.call_ended(call)
-            if self._legacy is not None:
-                self._legacy.watch(call, outputs)
+            self._legacy.watch(call, outputs)
         return None if returned is output else returned
 
     # -- backward: where the watches go --------------------------------------------
@@ -802,10 +803,12 @@ class Tracer:
         scope = {"grad_output": tuple(grad_outputs), "grad_input": tuple(grad_inputs)}
         self.fire_event(**self._born_node_fields(node, call, tensors, line), live=live, scope=scope)
 
-    def born_node_event(self, found: hunt.NodeCandidate, index: int) -> Event:
-        """The node firing a deferred hunt found at the step's end, numbered `index` (where
-        it fired while the step ran), not emitted."""
-        return self.make_event(index=index, **self._born_node_fields(found.node, found.call, found.tensors, found.line))
+    def born_node_event(self, found: hunt.NodeCandidate) -> Event:
+        """The node firing a deferred hunt found at the step's end, not emitted: numbered
+        as it would have been had it fired while the step ran, N.1 after the plain firing
+        N before it (firing.py; no other node firing is made while a guard runs)."""
+        return self.make_event(index=max(found.position - 1, 0), sub=1,
+                               **self._born_node_fields(found.node, found.call, found.tensors, found.line))
 
     def _born_node_fields(self, node, call, tensors: list[TensorRecord], line: SourceLocation | None) -> dict:
         op = nodes.name_of(node)
@@ -830,7 +833,7 @@ class Tracer:
 
     def _hunt_notes(self, tensors: list[tuple[str, torch.Tensor]], records: list[TensorRecord]) -> list[str] | None:
         if self.defer_hunt:
-            self.note_sources[self._next_index] = [(name, t.grad_fn) for name, t in tensors]
+            self.note_sources[self._numbers.taken] = [(name, t.grad_fn) for name, t in tensors]
             return None
         return _creation_notes(tensors, records)
 
@@ -846,11 +849,9 @@ class Tracer:
         return stats.missing(name, reason, **extra)
 
     def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None,
-                  scope: dict | None = None, stepped: bool = False) -> int:
-        """Emit one firing of `call`; returns its index. `stepped`: a firing that exists
-        only because the user stepped into the call's nodes (node_steps.py)."""
+                  scope: dict | None = None) -> int:
+        """Emit one firing of `call`; returns its index (firing.py numbers it by its kind)."""
         return self.fire_event(
-            stepped=stepped,
             hook=hook,
             module=call.module,
             call=call.index,
@@ -864,15 +865,9 @@ class Tracer:
             scope=scope,
         )
 
-    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, stepped: bool = False,
-                   **fields) -> int:
+    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, **fields) -> int:
         with self._firing:  # one firing at a time, indices in order, whichever thread fires
-            if stepped:  # numbered after the last plain firing (N.1, N.2, ...): the plain sequence stays as without `s`
-                index, sub = max(self._next_index - 1, 0), self._sub + 1
-                self._sub = sub
-            else:
-                index, sub = self._next_index, 0
-                self._next_index, self._sub = index + 1, 0
+            index, sub = self._numbers.take(fields["hook"])  # node firings: N.k (firing.py)
             event = self.make_event(index=index, module=module, sub=sub, **fields)
             self.contain.emit(self.emit, event, LiveFiring(event=event, module=module, tensors=live, node=fields.get("node"), call=call_state,
                                         scope=scope))

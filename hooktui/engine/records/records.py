@@ -334,19 +334,28 @@ class TraceInfo:
     device: str = "cpu"
     torch_version: str = ""
     # The firing (index) a run stopped at, e.g. hooktui.guard's first bad value: a recorded
-    # trace opens there.
+    # trace opens there. Always a firing the file holds and every view shows (firing.py);
+    # `stopped_sub` its sub-number (a hunt's node firing, N.1), left out where it is 0.
     stopped_at: int | None = None
     # The process's rank and the world size when the run was distributed (engine/records/ranks.py);
     # None otherwise, and in files written before they were recorded.
     rank: int | None = None
     world_size: int | None = None
+    stopped_sub: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for name in ("rank", "world_size"):
             if data[name] is None:
                 del data[name]  # a single process's header is what it was before ranks were recorded
+        if not self.stopped_sub:
+            del data["stopped_sub"]  # as before sub-numbered stops existed
         return data
+
+    @property
+    def stopped_key(self) -> tuple[int, int] | None:
+        """The stopped firing's Event.key, or None."""
+        return None if self.stopped_at is None else (self.stopped_at, self.stopped_sub)
 
     def rank_text(self) -> str | None:
         """ "rank 0 of 2", "rank 3" (no world size known), or None (not distributed)."""

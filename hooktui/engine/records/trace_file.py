@@ -350,6 +350,7 @@ SCHEMA: dict[type, dict[str, Check]] = {
         "device": NAME,
         "torch_version": NAME,
         "stopped_at": optional(COUNT),
+        "stopped_sub": COUNT,
         "rank": optional(integer(0, RANK_MAX)),
         "world_size": optional(integer(1, RANK_MAX)),
     },
@@ -556,7 +557,7 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
             else:
                 events.append(_event(path, n, data))
         info = _info_from_events(path, events)
-        info.stopped_at = stopped_at
+        info.stopped_at, info.stopped_sub = stopped_at or (None, 0)
         return LoadedTrace(info=info, events=events, headerless=True)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise TraceFileError(f"{path}: not a hooktui trace (write one with `hooktui trace MODEL --save FILE`)")
@@ -589,12 +590,12 @@ def _event(path: Path, number: int, data: Any) -> Event:
 
 
 # `trace --json`'s last record after a value breakpoint: {"stopped": {"index", "breakpoint",
-# "reason", "born"}}. Only the index is kept (the app says why it stopped from the firings).
-STOPPED = {"index": COUNT, "breakpoint": text(TEXT_MAX), "reason": text(TEXT_MAX), "born": lambda value: None}
+# "reason", "born"}} ("sub" too where the firing has a sub-number). Only the number is kept (the app says why it stopped from the firings).
+STOPPED = {"index": COUNT, "sub": COUNT, "breakpoint": text(TEXT_MAX), "reason": text(TEXT_MAX), "born": lambda value: None}
 
 
-def _stopped(path: Path, number: int, data: dict) -> int:
-    """The firing index a `{"stopped": ...}` record names, every field of it checked."""
+def _stopped(path: Path, number: int, data: dict) -> tuple[int, int]:
+    """The firing (index, sub) a `{"stopped": ...}` record names, every field of it checked."""
     try:
         if set(data) != {"stopped"}:
             raise _Invalid(f"unknown field {sorted(map(str, set(data) - {'stopped'}))[0][:40]!r} beside stopped")
@@ -611,7 +612,7 @@ def _stopped(path: Path, number: int, data: dict) -> int:
                 raise exc.inside(f".stopped.{key}") from None
         if "index" not in body:
             raise _Invalid("missing field 'index' of stopped", ".stopped")
-        return body["index"]
+        return body["index"], body.get("sub", 0)
     except _Invalid as exc:
         raise TraceFileError(f"{path}:{number}: {exc.where.lstrip('.') or 'stopped'}: {exc.what}") from None
 
