@@ -142,6 +142,12 @@ class PtyApp:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(5)
+        # The whole session too: `hooktui run` and `hooktui MODEL.py` are a supervising
+        # parent and a child, and a child left behind by a failed test would spin on.
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         for fd in (self.master, self.slave):
             try:
                 os.close(fd)

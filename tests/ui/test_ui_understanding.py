@@ -8,7 +8,7 @@ import io
 
 from rich.console import Console
 
-from hooktui.engine.records import position_of
+from hooktui.engine.records.records import position_of
 from hooktui.explain import explain
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.explain import ExplainPane
