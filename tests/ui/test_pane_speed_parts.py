@@ -1,6 +1,7 @@
-"""The pieces that make a step cheap to draw, checked against what they replace: a
-PaneTable cell against Rich's own rendering and a stock DataTable, the TextView against
-the width it shows, and neither asking for a layout of the screen when its contents change."""
+"""The pieces that make a step cheap to draw, checked against what they replace: the
+segments of a short cell (the values grid's) against Rich's own rendering, a PaneTable
+against a stock DataTable, the TextView against the width it shows, and neither asking for
+a layout of the screen when its contents change."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from textual.geometry import Region
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable, Static
 
-from hooktui.ui.widgets.pane_table import PaneTable, quick_cell_lines
+from hooktui.ui.widgets.pane_table import PaneTable, cell_segments
 from hooktui.ui.widgets.text_view import TextView
 
 from ui_helpers import run
 
 
-def test_quick_cells_are_the_segments_rich_makes():
+def test_cell_segments_are_the_segments_rich_makes():
+    """What `console.render_lines(Styled(Padding(cell, (0, padding)), pre, post), no_wrap,
+    height 1, width)` gives, for a one-line Text without spans that fits its cell."""
     console = Console(width=80, color_system="truecolor", force_terminal=True)
     pre = Style.parse("white on #202020") + Style.from_meta({"row": 2, "column": 3})
     cells = [Text("-0.1234", justify="right"), Text("0", style="dim", justify="right"), Text("nan", style="bold red", justify="right"),
@@ -30,11 +33,10 @@ def test_quick_cells_are_the_segments_rich_makes():
             for post in (Style(), Style(bold=True), Style(bgcolor="blue")):
                 expected = console.render_lines(Styled(Padding(cell, (0, padding)), pre_style=pre, post_style=post),
                                                 console.options.update_dimensions(width, 1).update(no_wrap=True))
-                assert quick_cell_lines(cell, width, padding, pre, post, console) == expected, (cell, width, padding, post)
-    # What it does not do quickly is left to Rich.
-    for cell in (Text("too long for it"), Text("two\nlines"), Text("centred", justify="center"), Text("tab\there"),
-                 Text.assemble(("a", "bold"), "b"), "a str", Text("esc \x1b[2J")):
-        assert quick_cell_lines(cell, 10, 1, pre, Style(), console) is None
+                edge = pre + post
+                own = (pre + console.get_style(cell.style) + post) if cell.style else edge
+                spare = width - 2 * padding - cell.cell_len
+                assert [cell_segments(cell.plain, cell.justify, spare, padding, edge, own)] == expected, (cell, width, padding, post)
 
 
 class Tables(App):
@@ -115,9 +117,9 @@ def _same_drawing(pane: DataTable, stock: DataTable) -> None:
 
 
 def test_pane_table_rows_match_a_data_table_focused_hovered_scrolled_and_by_row():
-    """The rows PaneTable puts together itself, in every state that styles a cell
+    """PaneTable draws what a stock DataTable draws in every state that styles a cell
     differently: focus, the cursor on the fixed column, hover, scrolled both ways, a row
-    cursor (the tensors pane), and a cell it leaves to Rich (spans)."""
+    cursor (the tensors pane), and a cell with spans."""
     async def go():
         app = Tables()
         async with app.run_test(size=(100, 12)) as pilot:
@@ -147,29 +149,6 @@ def test_pane_table_rows_match_a_data_table_focused_hovered_scrolled_and_by_row(
             await pilot.pause()
             _same_drawing(pane, stock)
             await _same_focused(pilot, pane, stock)
-
-    run(go())
-
-
-def test_pane_table_falls_back_to_the_stock_paint_when_textual_changed_what_it_follows(monkeypatch):
-    """The quick paint follows DataTable's private methods: one that fails (a newer textual
-    renamed what it calls) leaves the stock paint in place, drawing the same, not a crash."""
-    async def go():
-        app = Tables()
-        async with app.run_test(size=(100, 12)) as pilot:
-            app.fill(_grid(5, cols=30))
-            app.set_focus(None)  # neither focused: they look alike
-            await pilot.pause()
-            pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
-            monkeypatch.setattr(PaneTable, "_quick_paint", True)
-
-            def renamed(*_args, **_kwargs):
-                raise AttributeError("'DataTable' object has no attribute '_get_styles_to_render_cell'")
-
-            monkeypatch.setattr(PaneTable, "_row_cells", renamed)
-            pane._clear_caches()  # nothing drawn before
-            _same_drawing(pane, stock)
-            assert PaneTable._quick_paint is False
 
     run(go())
 
