@@ -8,7 +8,7 @@ and `hooktui.guard(model)` stops a loop at the first NaN/Inf. Imported on first 
 
 __version__ = "0.1.0"
 __all__ = [
-    "Event", "GuardError", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "debug", "guard", "record", "__version__",
+    "Event", "GuardError", "HooktuiWarning", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "debug", "guard", "record", "__version__",
 ]
 
 _LAZY = {
@@ -22,6 +22,7 @@ _LAZY = {
     "NonFiniteError": "loop.errors",
     "ThresholdError": "loop.errors",
     "GuardError": "loop.errors",
+    "HooktuiWarning": "loop.say",
 }
 
 

@@ -1,6 +1,14 @@
-"""Command line: `hooktui [MODEL]` opens the debugger, `hooktui trace MODEL` prints firings,
+"""Command line: `hooktui [open] MODEL` opens the debugger, `hooktui trace MODEL` prints firings,
 `hooktui view TRACE.jsonl` opens a saved trace with no model, `hooktui diff A B` compares two
-saved runs, `hooktui serve MODEL` serves the app to a browser.
+saved runs, `hooktui serve MODEL` serves the app to a browser, `hooktui run SCRIPT.py` runs a
+script with hooktui.debug / hooktui.guard opening the app.
+
+One argparse subparser a command, each with only its own options; `parse` turns the command
+line into that command's typed options (commands/options.py), and nothing below this module
+sees argparse. Two conveniences are kept from the one flat parser this replaced: no command
+means `open` (`hooktui MODEL.py`, `hooktui` alone), and hooktui's options may come before the
+command (`hooktui --seed 3 trace m.py`). An option that belongs to another command is refused
+with a line that names the command it goes with.
 
 Bad input gets one clear message and exit status 2; `--traceback` shows the Python one.
 """
@@ -11,58 +19,62 @@ import argparse
 import math
 import sys
 import traceback
+from dataclasses import dataclass
 
+from .commands.options import (
+    DEFAULT_ATOL, DEFAULT_RTOL, BreakOptions, DiffOptions, ModelOptions, OpenOptions, RunOptions, ServeOptions, Tolerances,
+    TraceOptions, ViewOptions, is_trace,
+)
 from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, UserError
 
-__all__ = ["EXIT_BAD_INPUT", "UserError", "main"]
-# The diff's defaults (engine/analysis/compare.py's), here so that `--help` does not import it.
-DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+__all__ = ["EXIT_BAD_INPUT", "Command", "UserError", "main", "parse"]
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
 # (a tensor's statistics are exact up to 2^20 elements: no more values than that).
 DEFAULT_VALUES, MAX_VALUES = 1024, 1 << 20
 DEFAULT_SESSIONS = 2  # serve: app processes at once
-COMMANDS = ("open", "trace", "view", "diff", "serve")  # and `run`, which takes the script's own arguments
+DEFAULT_DEVICE, DEFAULT_SEED = "cpu", 0
+COMMANDS = ("open", "trace", "view", "diff", "serve", "run")
+MODEL_HELP = ("MODEL is a .py file defining `model`/`build_model()` and `inputs`/`example_inputs()`, or "
+              "package.module:attribute with --input-shape. Without MODEL, the built-in Stack Overflow example is used.")
+
+Options = OpenOptions | TraceOptions | ViewOptions | DiffOptions | ServeOptions | RunOptions
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="hooktui",
-        description="Step through every PyTorch hook firing of a model, forward then backward.",
-        epilog="commands: `hooktui [open] MODEL` (the debugger, the default), `hooktui trace MODEL`, "
-        "`hooktui view TRACE.jsonl [--against OTHER.jsonl]`, `hooktui diff A.jsonl B.jsonl [C.jsonl ...]`, "
-        "`hooktui serve MODEL` (needs `pip install 'hooktui[web]'`), `hooktui run SCRIPT.py [ARGS...]` (your script, "
-        "with hooktui.debug / hooktui.guard opening the app). MODEL is a .py file defining `model`/`build_model()` and "
-        "`inputs`/`example_inputs()`, or package.module:attribute with --input-shape. "
-        "Without MODEL, the built-in Stack Overflow example is used.",
-    )
-    parser.add_argument("command", nargs="?", choices=COMMANDS, default="open", help=argparse.SUPPRESS)
-    parser.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or (view, diff) a trace file")
-    parser.add_argument("other", nargs="*", metavar="B", help="diff: the other trace files (one per rank: hooktui diff hooktui-*-rank*.jsonl)")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for torch before the model is built (default 0)")
-    parser.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
-    parser.add_argument("--json", action="store_true", help="trace: one JSON object per firing per line")
-    parser.add_argument("--save", metavar="FILE", help="trace: also write a trace file that `hooktui view` opens")
-    parser.add_argument("--values", type=_values, metavar="N",
-                        help=f"trace: values kept per tensor for --json and --save (default {DEFAULT_VALUES}; 0: statistics only, "
-                        "a far smaller and faster trace)")
-    parser.add_argument(
-        "--legacy",
-        action="store_true",
-        help="also record what the deprecated register_backward_hook would receive (legacy_backward firings)",
-    )
-    parser.add_argument("--rtol", type=float, help=f"diff: relative tolerance (default {DEFAULT_RTOL:g})")
-    parser.add_argument("--atol", type=float, help=f"diff: absolute tolerance (default {DEFAULT_ATOL:g})")
-    parser.add_argument("--against", metavar="B.jsonl", help="view: show this other run's numbers beside each tensor")
-    parser.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="serve: port (default 8000)")
-    parser.add_argument("--public-url", metavar="URL", help="serve: the address the browser uses, when not http://HOST:PORT")
-    parser.add_argument("--token-file", metavar="PATH", help="serve: also write the token to PATH (mode 0600), for scripts")
-    parser.add_argument("--max-sessions", type=_sessions, default=DEFAULT_SESSIONS, metavar="N",
-                        help=f"serve: at most N app processes at once, one a browser tab (default {DEFAULT_SESSIONS})")
-    value = parser.add_argument_group(
+@dataclass(frozen=True)
+class Command:
+    """A parsed command line: the command's options, and whether errors show tracebacks."""
+
+    options: Options
+    traceback: bool = False
+
+
+# ---- the parsers: one per command, built from shared groups of options
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    common.add_argument("--version", action="version", version=_version())
+    return common
+
+
+def _model() -> argparse.ArgumentParser:
+    model = argparse.ArgumentParser(add_help=False)
+    group = model.add_argument_group("the model")
+    group.add_argument("--device", help=f"cpu, cuda or cuda:N (default {DEFAULT_DEVICE})")
+    group.add_argument("--seed", type=int, help=f"seed for torch before the model is built (default {DEFAULT_SEED})")
+    group.add_argument("--input-shape", type=_shape, metavar="N,N,...", help="one random (seeded) input of this shape")
+    group.add_argument("--legacy", action="store_true",
+                       help="also record what the deprecated register_backward_hook would receive (legacy_backward firings)")
+    return model
+
+
+def _breaks(condition: bool) -> argparse.ArgumentParser:
+    """Value breakpoints; `condition`: with --break-if (the app's, not trace's)."""
+    breaks = argparse.ArgumentParser(add_help=False)
+    value = breaks.add_argument_group(
         "value breakpoints",
-        "open: where `c` stops; trace: --stop-at-nonfinite / --stop-above print the firings up to the first "
+        "the app: where `c` stops; trace: --stop-at-nonfinite / --stop-above print the firings up to the first "
         "hit, then where the bad value was born, and exit with status 3",
     )
     value.add_argument("--break-nonfinite", "--stop-at-nonfinite", dest="nonfinite", action="store_true",
@@ -74,16 +86,97 @@ def _parser() -> argparse.ArgumentParser:
     value.add_argument("--nan-only", action="store_true", help="with --break-nonfinite: NaN only, not Inf")
     value.add_argument("--break-above", "--stop-above", dest="above", metavar="STAT=BOUND", type=_above, action="append",
                        help="stop where a tensor's norm or absmax (over its finite values) is above BOUND, e.g. norm=1e3")
-    value.add_argument("--break-if", dest="condition", metavar="EXPR",
-                       help="open: stop where a Python expression is true (names: module, event, args, kwargs, output, "
-                       "grad_output, grad_input, node, tensors, torch)")
+    if condition:
+        value.add_argument("--break-if", dest="condition", metavar="EXPR",
+                           help="stop where a Python expression is true (names: module, event, args, kwargs, output, "
+                           "grad_output, grad_input, node, tensors, torch)")
     value.add_argument("--in", dest="bp_module", metavar="GLOB", default="*", help="value breakpoints: only these modules")
     value.add_argument("--phase", choices=("forward", "backward"), help="value breakpoints: only this phase")
     value.add_argument("--tensor", dest="bp_tensor", metavar="GLOB", default="*",
                        help="value breakpoints: only tensors with these names (e.g. 'grad_input*')")
-    parser.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
-    parser.add_argument("--version", action="version", version=_version())
-    return parser
+    return breaks
+
+
+def _tolerances(what: str) -> argparse.ArgumentParser:
+    tolerances = argparse.ArgumentParser(add_help=False)
+    tolerances.add_argument("--rtol", type=float, help=f"{what}relative tolerance (default {DEFAULT_RTOL:g})")
+    tolerances.add_argument("--atol", type=float, help=f"{what}absolute tolerance (default {DEFAULT_ATOL:g})")
+    return tolerances
+
+
+def _json(what: str) -> argparse.ArgumentParser:
+    json = argparse.ArgumentParser(add_help=False)
+    json.add_argument("--json", action="store_true", help=what)
+    return json
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser (its `--help` lists the commands) and each command's own."""
+    top = argparse.ArgumentParser(
+        prog="hooktui",
+        description="Step through every PyTorch hook firing of a model, forward then backward.",
+        epilog="Without a command, `hooktui [MODEL] [OPTIONS]` is `hooktui open`. `hooktui COMMAND --help` lists a "
+        "command's options. " + MODEL_HELP,
+    )
+    top.add_argument("--traceback", action="store_true", help="show Python tracebacks for errors")
+    top.add_argument("--version", action="version", version=_version())
+    sub = top.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    common, model = _common(), _model()
+    target = dict(nargs="?", metavar="MODEL", help="model file or package.module:attribute (default: the built-in example)")
+    parsers = {}
+
+    open_ = sub.add_parser("open", parents=[model, _breaks(condition=True), common],
+                           help="the debugger on MODEL (the default command)", description="The debugger on MODEL. " + MODEL_HELP)
+    open_.add_argument("target", **target)
+    parsers["open"] = open_
+
+    trace = sub.add_parser(
+        "trace", parents=[model, _breaks(condition=False), _json("one JSON object per firing per line"), common],
+        help="run forward and backward without pausing; print every firing",
+        description="Run MODEL forward and backward without pausing and print every firing. " + MODEL_HELP)
+    trace.add_argument("target", **target)
+    trace.add_argument("--save", metavar="FILE", help="also write a trace file that `hooktui view` opens")
+    trace.add_argument("--values", type=_values, metavar="N",
+                       help=f"values kept per tensor for --json and --save (default {DEFAULT_VALUES}; 0: statistics only, "
+                       "a far smaller and faster trace)")
+    parsers["trace"] = trace
+
+    view = sub.add_parser("view", parents=[_tolerances("with --against: "), common],
+                          help="the debugger on a saved trace, no model needed",
+                          description="The debugger on a saved trace (or saved `trace --json` output), no model or torch run.")
+    view.add_argument("target", nargs="?", metavar="TRACE.jsonl", help="the trace file")
+    view.add_argument("--against", metavar="B.jsonl", help="show this other run's numbers beside each tensor")
+    parsers["view"] = view
+
+    diff = sub.add_parser("diff", parents=[_json("print one JSON object"), _tolerances(""), common],
+                          help="where two saved runs part (or which rank parted first)",
+                          description="Where saved runs part: exit status 0 when they agree, 1 when they differ, 2 on bad input.")
+    diff.add_argument("target", nargs="?", metavar="A.jsonl", help="a trace file")
+    diff.add_argument("other", nargs="*", metavar="B.jsonl",
+                      help="the other trace files (one per rank: hooktui diff hooktui-*-rank*.jsonl)")
+    parsers["diff"] = diff
+
+    serve = sub.add_parser(
+        "serve", parents=[model, _breaks(condition=True), _tolerances("with --against: "), common],
+        help="the app in a browser (needs `pip install 'hooktui[web]'`)",
+        description="The app in a browser: each tab gets its own `hooktui open MODEL` (or `view TRACE.jsonl`) "
+        "with the options given here. " + MODEL_HELP)
+    serve.add_argument("target", nargs="?", metavar="MODEL", help="model file, package.module:attribute, or a trace file")
+    serve.add_argument("--against", metavar="B.jsonl", help="with a trace file: show this other run's numbers beside each tensor")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--public-url", metavar="URL", help="the address the browser uses, when not http://HOST:PORT")
+    serve.add_argument("--token-file", metavar="PATH", help="also write the token to PATH (mode 0600), for scripts")
+    serve.add_argument("--max-sessions", type=_sessions, default=DEFAULT_SESSIONS, metavar="N",
+                       help=f"at most N app processes at once, one a browser tab (default {DEFAULT_SESSIONS})")
+    parsers["serve"] = serve
+
+    run = sub.add_parser("run", help="your script, with hooktui.debug / hooktui.guard opening the app",
+                         description="Run a Python script with hooktui.debug / hooktui.guard active (like python -m pdb SCRIPT).")
+    run.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
+    parsers["run"] = run
+    return top, parsers
 
 
 def _version() -> str:
@@ -139,6 +232,141 @@ def _above(text: str) -> tuple[str, float]:
     return stat.strip(), value
 
 
+# ---- from the command line to a command's options
+
+
+def parse(argv: list[str]) -> Command:
+    """The command `argv` asks for, with its typed options. Bad usage ends here, as argparse
+    ends it: the usage, one line naming the problem, SystemExit(2)."""
+    top, parsers = _parsers()
+    if argv and argv[0] == "run":
+        # Everything after the script is the script's: hooktui's options do not apply.
+        run = parsers["run"].parse_args(argv[1:])
+        return Command(RunOptions(run.script, tuple(run.args)))
+    known = {option for parser in parsers.values() for action in parser._actions for option in action.option_strings}
+    valued = {option for parser in parsers.values() for action in parser._actions if action.nargs != 0
+              for option in action.option_strings}
+    position = _command_position(argv, known, valued)
+    if position is None:  # options only (or nothing): the built-in example in the debugger
+        if any(token in ("-h", "--help") for token in argv):
+            top.parse_args(argv)  # hooktui's own help, listing the commands; exits
+        name, rest = "open", argv
+    elif argv[position] in COMMANDS:
+        name, rest = argv[position], argv[:position] + argv[position + 1:]
+    else:  # `hooktui MODEL` is `hooktui open MODEL`
+        name, rest = "open", argv
+    if name == "run":
+        top.error("run goes first, and takes none of hooktui's options: hooktui run SCRIPT.py [ARGS...]")
+    parser = parsers[name]
+    args, extras = parser.parse_known_intermixed_args(rest)
+    if extras:
+        parser.error(_refusal(name, extras, known))
+    return Command(_options(parser, name, args, tuple(argv)), traceback=args.traceback)
+
+
+def _command_position(argv: list[str], known: set[str], valued: set[str]) -> int | None:
+    """Where the first word that is not an option (nor an option's value) is: the command,
+    or the model of `hooktui [OPTIONS] MODEL`."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return None
+        if not token.startswith("-") or token == "-":
+            return i
+        i += 2 if "=" not in token and _option_name(token, known) in valued else 1
+    return None
+
+
+def _option_name(token: str, known: set[str]) -> str | None:
+    """The option a token names: exactly, or as an unambiguous prefix (argparse's abbreviations)."""
+    name = token.partition("=")[0]
+    if name in known or not name.startswith("--"):
+        return name if name in known else None
+    matches = {option for option in known if option.startswith(name)}
+    return matches.pop() if len(matches) == 1 else None
+
+
+BREAK_FLAGS = ("--break-if", "--break-nonfinite", "--stop-at-nonfinite", "--break-nonfinite-born", "--break-above",
+               "--stop-above", "--nan-only", "--in", "--phase", "--tensor")
+MODEL_FLAGS = ("--device", "--seed", "--input-shape", "--legacy")
+SERVE_FLAGS = ("--host", "--port", "--public-url", "--token-file", "--max-sessions")
+GOES_WITH = {
+    "--save": "--save goes with trace: hooktui trace MODEL --save FILE",
+    "--values": "--values goes with trace: hooktui trace MODEL --json --values 0",
+    "--json": "--json goes with trace and diff: hooktui trace MODEL --json",
+    "--rtol": "--rtol and --atol go with diff and view --against: hooktui diff A.jsonl B.jsonl --rtol 1e-3",
+    "--atol": "--rtol and --atol go with diff and view --against: hooktui diff A.jsonl B.jsonl --rtol 1e-3",
+    "--against": "--against goes with view: hooktui view A.jsonl --against B.jsonl",
+    "--break-if": "--break-if is for the app (hooktui MODEL --break-if ...); trace takes --stop-at-nonfinite and --stop-above",
+}
+
+
+def _refusal(command: str, extras: list[str], known: set[str]) -> str:
+    """Why the words left over after `command` took its own: an option of another command
+    says which one it goes with; else argparse's words."""
+    flags = [name for name in (_option_name(token, known) for token in extras if token.startswith("-")) if name]
+    breaks = [flag for flag in flags if flag in BREAK_FLAGS]
+    if breaks and command in ("view", "diff"):
+        return (f"{', '.join(dict.fromkeys(breaks))}: value breakpoints stop a running model (hooktui MODEL, hooktui trace "
+                f"MODEL); {command} reads a recorded run, where nothing runs to stop")
+    for flag in flags:
+        if flag in GOES_WITH:
+            return GOES_WITH[flag]
+        if flag in SERVE_FLAGS:
+            return f"{flag} goes with serve: hooktui serve MODEL {flag} ..."
+        if flag in MODEL_FLAGS:
+            return f"{flag} goes with the commands that run a model (open, trace, serve); {command} reads a recorded run"
+    if not any(token.startswith("-") for token in extras):
+        return f"unexpected argument {extras[0]!r} (only diff takes several files)"
+    return f"unrecognized arguments: {' '.join(extras)}"
+
+
+def _model_options(args: argparse.Namespace) -> ModelOptions:
+    return ModelOptions(
+        target=args.target,
+        device=DEFAULT_DEVICE if args.device is None else args.device,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
+        input_shape=args.input_shape,
+    )
+
+
+def _break_options(args: argparse.Namespace) -> BreakOptions:
+    return BreakOptions(
+        nonfinite=args.nonfinite, nonfinite_born=args.nonfinite_born, nan_only=args.nan_only, above=tuple(args.above or ()),
+        condition=getattr(args, "condition", None), module=args.bp_module, phase=args.phase, tensor=args.bp_tensor,
+    )
+
+
+def _options(parser: argparse.ArgumentParser, command: str, args: argparse.Namespace, argv: tuple[str, ...]) -> Options:
+    if command in ("view", "serve") and (args.rtol is not None or args.atol is not None) and not args.against:
+        parser.error(GOES_WITH["--rtol"])
+    if command == "open":
+        return OpenOptions(_model_options(args), _break_options(args), legacy=args.legacy)
+    if command == "trace":
+        return TraceOptions(_model_options(args), _break_options(args), legacy=args.legacy, json=args.json, save=args.save,
+                            values=args.values)
+    if command == "view":
+        return ViewOptions(args.target, against=args.against, tolerances=Tolerances(args.rtol, args.atol))
+    if command == "diff":
+        paths = (args.target, *args.other) if args.target else ()
+        return DiffOptions(paths, json=args.json, tolerances=Tolerances(args.rtol, args.atol))
+    if is_trace(args.target):  # each browser gets `view TRACE.jsonl`: no model runs
+        breaks = _break_options(args)
+        given = [flag for flag, value in (("--device", args.device), ("--seed", args.seed), ("--input-shape", args.input_shape),
+                                          ("--legacy", args.legacy)) if value is not None and value is not False]
+        if given or breaks != BreakOptions():
+            parser.error(f"{', '.join(given) or 'value breakpoints'}: options of a model; serve {args.target} opens a "
+                         "recorded run (hooktui view), where no model runs")
+    return ServeOptions(
+        _model_options(args), against=args.against, host=args.host, port=args.port, public_url=args.public_url,
+        token_file=args.token_file, max_sessions=args.max_sessions, argv=argv,
+    )
+
+
+# ---- running it
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `hooktui` command (`argv` None: this process's own arguments). Only then may the
     process fork its terminal supervisor (hooktui/supervise.py): a caller that passes `argv`
@@ -156,67 +384,45 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, supervised: bool) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "run":
-        # Everything after the script is the script's: hooktui's options do not apply.
+    command = parse(list(sys.argv[1:] if argv is None else argv))
+    options = command.options
+    if isinstance(options, RunOptions):
         from .commands.run import run_script
 
-        return run_script(argv[1:], supervised=supervised)
-    # `hooktui MODEL` is `hooktui open MODEL`: argparse cannot tell an optional
-    # command from a positional model path on its own.
-    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        argv.insert(0, "open")
-    parser = _parser()
-    args = parser.parse_intermixed_args(argv)
-    args.argv = argv  # as given (serve passes it on to the app it runs)
-    if args.other and args.command != "diff":
-        parser.error(f"unexpected argument {args.other[0]!r} (only diff takes several files)")
-    if args.against is not None and args.command not in ("view", "serve"):
-        parser.error("--against goes with view: hooktui view A.jsonl --against B.jsonl")
-    if args.command in ("view", "diff"):
-        given = [flag for flag, value in (("--break-if", args.condition), ("--break-nonfinite", args.nonfinite),
-                                          ("--break-nonfinite-born", args.nonfinite_born),
-                                          ("--break-above/--stop-above", args.above), ("--nan-only", args.nan_only)) if value]
-        if given:
-            parser.error(f"{', '.join(given)}: value breakpoints stop a running model (hooktui MODEL, hooktui trace MODEL); "
-                         f"{args.command} reads a recorded run, where nothing runs to stop")
-    if args.values is not None and args.command != "trace":
-        parser.error("--values goes with trace: hooktui trace MODEL --json --values 0")
-    if (args.rtol is not None or args.atol is not None) and not (args.command == "diff" or args.against):
-        parser.error("--rtol and --atol go with diff and view --against: hooktui diff A.jsonl B.jsonl --rtol 1e-3")
-    if args.json and args.command not in ("trace", "diff"):
-        parser.error("--json goes with trace and diff: hooktui trace MODEL --json")
-    if args.save and args.command != "trace":
-        parser.error("--save goes with trace: hooktui trace MODEL --save FILE")
-    if supervised and args.command in ("open", "view"):
+        return run_script(options, supervised=supervised)
+    if supervised and isinstance(options, (OpenOptions, ViewOptions)):
         # The app takes the terminal: a parent process gives it back whatever ends the app.
         from .supervise import supervise
 
         supervise()
     try:
-        if args.command == "trace":
-            from .commands.trace import run_trace
-
-            return run_trace(args)
-        if args.command == "view":
-            from .commands.view import run_view
-
-            return run_view(args)
-        if args.command == "diff":
-            from .commands.diff import run_diff
-
-            return run_diff(args)
-        if args.command == "serve":
-            from .commands.serve import run_serve
-
-            return run_serve(args)
-        from .commands.open import run_open
-
-        return run_open(args)
+        return _run(options)
     except UserError as exc:
-        if args.traceback and exc.details:
+        if command.traceback and exc.details:
             sys.stderr.write(exc.details)
-        elif args.traceback:
+        elif command.traceback:
             traceback.print_exception(exc.__cause__ or exc)
         print(f"hooktui: {exc}", file=sys.stderr)
         return exc.exit_status
+
+
+def _run(options: Options) -> int:
+    if isinstance(options, TraceOptions):
+        from .commands.trace import run_trace
+
+        return run_trace(options)
+    if isinstance(options, ViewOptions):
+        from .commands.view import run_view
+
+        return run_view(options)
+    if isinstance(options, DiffOptions):
+        from .commands.diff import run_diff
+
+        return run_diff(options)
+    if isinstance(options, ServeOptions):
+        from .commands.serve import run_serve
+
+        return run_serve(options)
+    from .commands.open import run_open
+
+    return run_open(options)

@@ -6,11 +6,12 @@ from ..errors import UserError
 from ..engine.run.loader import LoadedModel, LoadError, load_target
 from ..engine.run.session import Session
 from ..engine.summaries.stats import StatsOptions
+from .options import ModelOptions
 
 
-def load(args) -> LoadedModel:
+def load(model: ModelOptions) -> LoadedModel:
     try:
-        return load_target(args.target, device=args.device, seed=args.seed, input_shape=args.input_shape)
+        return load_target(model.target, device=model.device, seed=model.seed, input_shape=model.input_shape)
     except LoadError as exc:
         raise UserError(str(exc)) from exc
 

@@ -22,6 +22,7 @@ from ..engine.records.records import TraceInfo
 from ..engine.records.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
 from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, json_number, rel_text, side_json, side_label, tensor_lines, tensors_json
+from .options import DiffOptions, Tolerances
 
 
 def read(path: str) -> LoadedTrace:
@@ -31,11 +32,10 @@ def read(path: str) -> LoadedTrace:
         raise UserError(str(exc)) from exc
 
 
-def tolerance(args) -> Tolerance:
+def tolerance(given: Tolerances) -> Tolerance:
     values = {}
     defaults = Tolerance()
-    for name, default in (("rtol", defaults.rtol), ("atol", defaults.atol)):
-        value = getattr(args, name, None)
+    for name, value, default in (("rtol", given.rtol, defaults.rtol), ("atol", given.atol, defaults.atol)):
         value = default if value is None else value
         if not (math.isfinite(value) and value >= 0):
             raise UserError(f"--{name} {value}: a tolerance is a finite number of at least 0")
@@ -43,21 +43,21 @@ def tolerance(args) -> Tolerance:
     return Tolerance(**values)
 
 
-def run_diff(args) -> int:
-    paths = [args.target, *(args.other or ())] if args.target else []
+def run_diff(options: DiffOptions) -> int:
+    paths = list(options.paths)
     if len(paths) < 2:
         raise UserError("diff needs two trace files or more (one per rank): hooktui diff A.jsonl B.jsonl [C.jsonl ...]")
-    tol = tolerance(args)
+    tol = tolerance(options.tolerances)
     traces = [read(path) for path in paths]
     if len(paths) > 2:
         from .diff_ranks import run_ranks
 
-        return run_ranks(paths, traces, tol, args.json)
+        return run_ranks(paths, traces, tol, options.json)
     a, b = traces
     result = compare(a.events, b.events, tol)
     sides = [(paths[0], a.info), (paths[1], b.info)]
     out = sys.stdout
-    if args.json:
+    if options.json:
         out.write(json.dumps(as_json(result, *sides)) + "\n")
     else:
         out.write(report(result, *sides) + "\n")

@@ -12,7 +12,6 @@ top of it. The script's own exception is shown as Python shows it (exit status 1
 
 from __future__ import annotations
 
-import argparse
 import os
 import runpy
 import sys
@@ -21,23 +20,13 @@ import traceback
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from ..loop import where
 from ..loop.errors import GuardError, Quit
+from .options import RunOptions
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="hooktui run",
-        description="Run a Python script with hooktui.debug / hooktui.guard active (like python -m pdb SCRIPT).",
-    )
-    parser.add_argument("script", metavar="SCRIPT.py", help="the script to run")
-    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
-    return parser
-
-
-def run_script(argv: list[str], supervised: bool = False) -> int:
+def run_script(options: RunOptions, supervised: bool = False) -> int:
     """`supervised`: fork the terminal supervisor first (hooktui/supervise.py); only the
     `hooktui` command itself does, never a caller in its own process (a test)."""
-    args = _parser().parse_args(argv)
-    script = args.script
+    script = options.script
     if os.path.isdir(script):
         print(f"hooktui: run: {script}: is a folder; give the Python script to run", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -49,7 +38,7 @@ def run_script(argv: list[str], supervised: bool = False) -> int:
 
         supervise()
     saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [script, *args.args]
+    sys.argv = [script, *options.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     where.under_hooktui_run = True
     try:

@@ -21,6 +21,7 @@ import sys
 
 from ..errors import UserError
 from .common import load
+from .options import ServeOptions, is_trace
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -28,10 +29,10 @@ LOOPBACK_NAMES = ("localhost",)
 SERVE_OPTIONS = ("--host", "--port", "--public-url", "--token-file", "--max-sessions")
 
 
-def app_command(args) -> list[str]:
+def app_command(options: ServeOptions) -> list[str]:
     """The command textual-serve runs for each browser: this hooktui, with the command line
     it was given (every option of `open` or `view`), less serve's own options."""
-    argv = list(getattr(args, "argv", None) or ["serve"] + ([args.target] if args.target else []))
+    argv = list(options.argv or ["serve"] + ([options.target] if options.target else []))
     rest, skip = [], False
     for token in argv:
         if skip:
@@ -41,11 +42,7 @@ def app_command(args) -> list[str]:
         elif not token.startswith(tuple(f"{o}=" for o in SERVE_OPTIONS)):
             rest.append(token)
     rest.remove("serve")
-    return [sys.executable, "-m", "hooktui", "view" if is_trace(args.target) else "open", *rest]
-
-
-def is_trace(target: str | None) -> bool:
-    return bool(target) and target.endswith((".jsonl", ".json"))
+    return [sys.executable, "-m", "hooktui", "view" if is_trace(options.target) else "open", *rest]
 
 
 def is_loopback(host: str) -> bool:
@@ -57,21 +54,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_input(args) -> None:
+def check_input(options: ServeOptions) -> None:
     """Bad input fails here, with the same message `open` or `view` would give."""
-    if getattr(args, "against", None) and not is_trace(args.target):
+    if options.against and not is_trace(options.target):
         raise UserError("--against compares two trace files: hooktui serve A.jsonl --against B.jsonl")
-    if is_trace(args.target):
+    if is_trace(options.target):
         from ..engine.records.trace_file import TraceFileError, read_trace_file
 
-        for path in (args.target, args.against):
+        for path in (options.target, options.against):
             if path:
                 try:
                     read_trace_file(path)
                 except TraceFileError as exc:
                     raise UserError(str(exc)) from exc
         return
-    load(args)
+    load(options.model)
 
 
 def user() -> str:
@@ -98,7 +95,7 @@ def exposed_warning(host: str, port: int) -> str:
     )
 
 
-def run_serve(args) -> int:
+def run_serve(options: ServeOptions) -> int:
     try:
         import textual_serve.server  # noqa: F401  (hooktui.web builds on it)
     except ImportError:
@@ -109,41 +106,41 @@ def run_serve(args) -> int:
     from ..web.server import GuardedServer
     from ..web.token_file import TokenFileError, check_token_file, remove_token_file, write_token_file
 
-    if not 0 < args.port < 65536:
-        raise UserError(f"--port {args.port}: a port is a number from 1 to 65535")
-    if args.public_url and not (args.public_url.startswith(("http://", "https://")) and URL(args.public_url).host):
-        raise UserError(f"--public-url {args.public_url}: give the address the browser uses, e.g. http://127.0.0.1:9000")
-    check_input(args)
-    if args.token_file:
+    if not 0 < options.port < 65536:
+        raise UserError(f"--port {options.port}: a port is a number from 1 to 65535")
+    if options.public_url and not (options.public_url.startswith(("http://", "https://")) and URL(options.public_url).host):
+        raise UserError(f"--public-url {options.public_url}: give the address the browser uses, e.g. http://127.0.0.1:9000")
+    check_input(options)
+    if options.token_file:
         try:
-            check_token_file(args.token_file)
+            check_token_file(options.token_file)
         except TokenFileError as exc:
             raise UserError(str(exc)) from exc
-    if not is_loopback(args.host):
-        print(exposed_warning(args.host, args.port), file=sys.stderr)
-    guard = Guard.make(args.host, args.public_url)
-    base = (args.public_url or f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}").rstrip("/")
+    if not is_loopback(options.host):
+        print(exposed_warning(options.host, options.port), file=sys.stderr)
+    guard = Guard.make(options.host, options.public_url)
+    base = (options.public_url or f"http://{f'[{options.host}]' if ':' in options.host else options.host}:{options.port}").rstrip("/")
     wrote_file = False
 
     def on_listening() -> None:
         nonlocal wrote_file
-        if args.token_file:
-            write_token_file(args.token_file, guard.token)
+        if options.token_file:
+            write_token_file(options.token_file, guard.token)
             wrote_file = True
         print(startup_lines(f"{base}/?token={guard.token}"), flush=True)
 
-    label = args.target or "the Stack Overflow example"
+    label = options.target or "the Stack Overflow example"
     server = GuardedServer(
-        shlex.join(app_command(args)), guard=guard, max_sessions=args.max_sessions, on_listening=on_listening,
-        host=args.host, port=args.port, title=f"hooktui {label}", public_url=args.public_url,
+        shlex.join(app_command(options)), guard=guard, max_sessions=options.max_sessions, on_listening=on_listening,
+        host=options.host, port=options.port, title=f"hooktui {label}", public_url=options.public_url,
     )
     try:
         server.serve()
     except TokenFileError as exc:
         raise UserError(str(exc)) from exc
     except OSError as exc:  # the port is taken, or the address is not this machine's
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc} (choose another with --port)") from exc
+        raise UserError(f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc} (choose another with --port)") from exc
     finally:
         if wrote_file:
-            remove_token_file(args.token_file, guard.token)
+            remove_token_file(options.token_file, guard.token)
     return 0

@@ -33,6 +33,7 @@ from ..visible import visible
 from .breaks import value_breakpoints
 from .common import load, session_for
 from .model_output import records_stdout
+from .options import TraceOptions
 from .table import format_event, format_header
 
 
@@ -74,19 +75,47 @@ def _end_forked_child(exception: BaseException | None) -> None:
     os._exit(code)
 
 
-def run_trace(args) -> int:
-    if args.save is not None:
+class _Save:
+    """What `--save FILE` decides, in one place: the path is checked before the model runs
+    (here); a closed stdout does not end the run, the file is still to be written
+    (`wanted`); a stdout that failed leaves any previous file (`unwritten`); a run that
+    ended is written from the firings the table shows, opening at the stop (`write`). The
+    firings are kept for it by `TraceOptions.keep_events`."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        if path is not None:
+            try:
+                check_save_path(path)
+            except TraceFileError as exc:
+                raise UserError(str(exc)) from exc
+
+    @property
+    def wanted(self) -> bool:
+        return self.path is not None
+
+    def unwritten(self) -> str:
+        """What a failed stdout leaves of the file, for its message."""
+        return f"; {self.path} was not written (any previous file is unchanged)" if self.wanted else ""
+
+    def write(self, trace, stop, shown) -> None:
+        if not self.wanted:
+            return
+        if stop is not None:  # `hooktui view` opens there, and says why (the app's Stop from the records)
+            trace.info.stopped_at, trace.info.stopped_sub = stop.key
         try:
-            check_save_path(args.save)
-        except TraceFileError as exc:
-            raise UserError(str(exc)) from exc
+            write_trace(self.path, trace.info, [e for e in trace.events if shown(e)])
+        except (TraceFileError, OSError) as exc:
+            reason = str(exc) if isinstance(exc, TraceFileError) else f"{self.path}: {exc.strerror or exc}"
+            raise UserError(f"could not save the trace: {reason} (any previous file is unchanged)") from exc
+
+
+def run_trace(options: TraceOptions) -> int:
+    save = _Save(options.save)
     with records_stdout() as out:
-        loaded = load(args)
-        breakpoints = value_breakpoints(args)
-        if args.condition:
-            raise UserError("--break-if is for the app (hooktui MODEL --break-if ...); trace takes --stop-at-nonfinite and --stop-above")
-        # Printed firings are let go, unless a file is to be saved or a stop explained.
-        session = session_for(loaded, pause=False, legacy=True, keep_events=bool(args.save or breakpoints), values=args.values)
+        loaded = load(options.model)
+        breakpoints = value_breakpoints(options.breaks)
+        session = session_for(loaded, pause=False, legacy=True, keep_events=options.keep_events, values=options.values)
         for bp in breakpoints:
             session.add_breakpoint(bp)
         if breakpoints:
@@ -104,22 +133,22 @@ def run_trace(args) -> int:
                 out.write(text + "\n")
             except BrokenPipeError:  # `hooktui trace ... | head`: stop printing quietly
                 closed = True
-                if not args.save:
+                if not save.wanted:
                     session.quit()  # nobody is reading and nothing is to be saved
             except OSError as exc:  # a full disk, an I/O error: said as such, never as the model's error
                 closed = True
                 failed.append(exc)
                 session.quit()
 
-        if not args.json:
+        if not options.json:
             write(format_header(session.trace.info))
 
         def shown(event) -> bool:
-            return firing.is_shown(event.hook, args.legacy)
+            return firing.is_shown(event.hook, options.legacy)
 
         def on_event(event) -> None:
             if event.hook != "error" and shown(event):
-                write(event_json(event) if args.json else format_event(event))
+                write(event_json(event) if options.json else format_event(event))
 
         def on_state(state) -> None:
             if state == "paused":  # only a breakpoint pauses this run: note it, end the run
@@ -132,18 +161,11 @@ def run_trace(args) -> int:
         if isinstance(trace.exception, KeyboardInterrupt):  # Ctrl+C: the run did not end, keep any previous file
             raise Interrupted()
         if stopped and not failed:
-            write_stop(write, trace.events, stopped[0], args.json)
+            write_stop(write, trace.events, stopped[0], options.json)
     if failed:
-        kept = f"; {args.save} was not written (any previous file is unchanged)" if args.save else ""
-        raise UserError(f"cannot write to standard output: {failed[0].strerror or failed[0]}{kept}", exit_status=EXIT_FAILED_OUTPUT)
-    if args.save:
-        if stopped:  # `hooktui view` opens there, and says why (the app's Stop from the records)
-            trace.info.stopped_at, trace.info.stopped_sub = stopped[0].key
-        try:
-            write_trace(args.save, trace.info, [e for e in trace.events if shown(e)])
-        except (TraceFileError, OSError) as exc:
-            reason = str(exc) if isinstance(exc, TraceFileError) else f"{args.save}: {exc.strerror or exc}"
-            raise UserError(f"could not save the trace: {reason} (any previous file is unchanged)") from exc
+        raise UserError(f"cannot write to standard output: {failed[0].strerror or failed[0]}{save.unwritten()}",
+                        exit_status=EXIT_FAILED_OUTPUT)
+    save.write(trace, stopped[0] if stopped else None, shown)
     if stopped:
         return EXIT_STOPPED
     if closed:

@@ -9,25 +9,26 @@ from __future__ import annotations
 
 from ..errors import UserError
 from ..engine.records.trace_file import TraceFileError, read_trace_file
+from .options import ViewOptions
 
 
-def run_view(args) -> int:
-    if not args.target:
+def run_view(options: ViewOptions) -> int:
+    if not options.trace:
         raise UserError("view needs a trace file: hooktui view TRACE.jsonl")
     try:
-        trace = read_trace_file(args.target)
+        trace = read_trace_file(options.trace)
     except TraceFileError as exc:
         raise UserError(str(exc)) from exc
     against = None
-    if getattr(args, "against", None):
+    if options.against:
         from ..engine.analysis.compare import compare
         from ..ui.against import Against
         from ..visible import visible
         from .diff import read, tolerance
 
-        other = read(args.against)
+        other = read(options.against)
         ranks = (trace.info.rank, other.info.rank)
-        against = Against(visible(args.against), compare(trace.events, other.events, tolerance(args)), ranks)
+        against = Against(visible(options.against), compare(trace.events, other.events, tolerance(options.tolerances)), ranks)
     from ..ui.app import HooktuiApp
     from ..ui.process import run_app
     from .terminal import require_terminal

@@ -13,7 +13,6 @@ raises hooktui.Quit when the app was quit before the step ended.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..engine.run.session import Session, Trace
 from ..engine.run.thread_state import ThreadState
 from ..engine.capture.contain import failure_text
 from ..engine.records.trace_file import write_trace
-from . import in_app, where
+from . import in_app, say, where
 from .errors import Quit
 from .guard import set_aside
 
@@ -126,12 +125,12 @@ def _save(trace: Trace, path) -> None:
     try:
         write_trace(path, trace.info, events)
     except OSError as exc:  # the step has run: say so, and let the program go on
-        print(f"hooktui: could not save the trace to {path}: {exc.strerror or exc}", file=sys.stderr)
+        say.warn(f"could not save the trace to {path}: {exc.strerror or exc}")
         return
     except Exception as exc:  # hooktui's own failure: never in place of the step's loss or exception
-        print(f"hooktui: could not save the trace to {path}: {failure_text(exc)}", file=sys.stderr)
+        say.warn(f"could not save the trace to {path}: {failure_text(exc)}")
         return
     rank = where.process_rank()
     who = "" if rank is None else f"rank {rank}: "
     name = where.shown(path)
-    print(f"hooktui: {who}recorded the step ({len(events)} firings) to {name}; open it with: hooktui view {name}", file=sys.stderr)
+    say.info(f"{who}recorded the step ({len(events)} firings) to {name}; open it with: hooktui view {name}")

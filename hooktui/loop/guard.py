@@ -36,7 +36,6 @@ run; the optimizer's step has not. A clean step's summaries are dropped uncopied
 from __future__ import annotations
 
 import contextlib
-import sys
 import weakref
 from typing import Any
 
@@ -59,7 +58,7 @@ from ..engine.records.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.run.session import describe_modules
 from ..engine.records.trace_file import write_trace
 from ..engine.capture.user_hooks import UserHooks
-from . import guard_ranks, in_app, where
+from . import guard_ranks, in_app, say, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
 ON_ERROR = ("raise", "debug")
@@ -239,10 +238,10 @@ class Guard:
         return run
 
     def _failed(self, where: str, exc: Exception) -> None:
-        """hooktui's own failure: noted on the step's firings (engine/capture/contain.py), said on stderr."""
+        """hooktui's own failure: noted on the step's firings (engine/capture/contain.py), and a HooktuiWarning."""
         if self._tracer is not None:
             self._tracer.contain.failed(f"hooktui.guard's {where}", exc)
-        print(f"hooktui: guard failed in {where} and went on: {failure_text(exc)}", file=sys.stderr)
+        say.warn(f"guard failed in {where} and went on: {failure_text(exc)}")
 
     def _checked_step(self):
         try:
@@ -485,6 +484,6 @@ def _save(info: TraceInfo, events: list[Event]):
         path = where.new_trace_path()
         write_trace(path, info, events)
     except Exception as exc:  # the error is what matters (never replaced by hooktui's): say why there is no file
-        print(f"hooktui: guard could not save the step's firings: {failure_text(exc)}", file=sys.stderr)
+        say.warn(f"guard could not save the step's firings: {failure_text(exc)}")
         return None
     return path

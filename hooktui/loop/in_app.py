@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..ui.process import exit_status, write_model_output
+from . import say
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -80,11 +81,9 @@ def _wait_for_step(app: App) -> None:
     source = app.source
     if source.join(WAIT_QUIETLY):
         return
-    print(
-        "hooktui: waiting for the step to reach its next module call to stop it "
-        "(a long forward cannot be interrupted; Ctrl+C stops the program)",
-        file=sys.stderr,
-        flush=True,
+    say.info(
+        "waiting for the step to reach its next module call to stop it "
+        "(a long forward cannot be interrupted; Ctrl+C stops the program)"
     )
     while not source.join(0.5):
         pass

@@ -12,11 +12,11 @@ import os
 import re
 import socket
 import stat
-from argparse import Namespace
 
 import aiohttp
 import pytest
 
+from hooktui.commands.options import ModelOptions, ServeOptions
 from hooktui.commands.serve import app_command, exposed_warning, is_loopback, startup_lines
 from hooktui.web.guard import Guard, hostname
 from hooktui.web.token_file import TokenFileError, write_token_file
@@ -230,9 +230,9 @@ def test_the_token_file_refuses_a_symlink_and_tightens_an_existing_file(tmp_path
 def test_serve_runs_the_app_with_the_same_options_and_listens_on_loopback():
     argv = ["--seed", "3", "serve", "m.py", "--port", "9000", "--break-nonfinite", "--host=127.0.0.1", "--in", "fc*",
             "--token-file", "t", "--max-sessions=3"]
-    args = Namespace(target="m.py", argv=argv)
+    args = ServeOptions(ModelOptions("m.py"), argv=tuple(argv))
     assert app_command(args)[1:] == ["-m", "hooktui", "open", "--seed", "3", "m.py", "--break-nonfinite", "--in", "fc*"]
-    args = Namespace(target="a.jsonl", argv=["serve", "a.jsonl", "--against", "b.jsonl", "--public-url", "http://x:1"])
+    args = ServeOptions(ModelOptions("a.jsonl"), argv=("serve", "a.jsonl", "--against", "b.jsonl", "--public-url", "http://x:1"))
     assert app_command(args)[3:] == ["view", "a.jsonl", "--against", "b.jsonl"]
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")

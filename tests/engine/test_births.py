@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from hooktui.cli import _parser
+from hooktui.cli import parse
 from hooktui.commands.breaks import value_breakpoints
 from hooktui.engine.analysis.breakpoints import Breakpoint, BreakpointList, parse_breakpoint
 from hooktui.ui.history import History
@@ -105,5 +105,5 @@ def test_spec_and_breakpoint_value():
 
 
 def test_the_command_line_flag_sets_a_born_only_breakpoint():
-    args = _parser().parse_intermixed_args(["open", "m.py", "--break-nonfinite-born", "--nan-only", "--in", "features*"])
-    assert value_breakpoints(args) == [Breakpoint.nonfinite("features*", inf=False, born_only=True)]
+    options = parse(["open", "m.py", "--break-nonfinite-born", "--nan-only", "--in", "features*"]).options
+    assert value_breakpoints(options.breaks) == [Breakpoint.nonfinite("features*", inf=False, born_only=True)]
