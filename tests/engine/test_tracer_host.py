@@ -45,3 +45,28 @@ def test_the_helpers_say_which_protocol_they_take(name):
     method = cls.install if name == "UserHooks" else cls.__init__
     annotation = inspect.signature(method).parameters["tracer"].annotation
     assert annotation in {p.__name__ for p in PROTOCOLS}, (name, annotation)
+
+
+def test_backward_listeners_are_told_each_backward_with_its_depth():
+    # What the guard tells its steps by (loop/guard.py): the outermost backward at depth 0,
+    # a backward nested in it (reentrant checkpointing) at depth 1, each end after its start.
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    inner = nn.Linear(3, 3)
+    model = nn.Sequential(nn.Linear(3, 3), inner)
+    told = []
+    tracer = Tracer(model, lambda event, live: told.append(("firing", tracer.backward_depth)),
+                    on_backward_start=lambda depth: told.append(("start", depth)),
+                    on_backward_end=lambda depth: told.append(("end", depth)))
+    tracer.install()
+    try:
+        x = torch.randn(2, 3, requires_grad=True)
+        checkpoint(inner, model[0](x), use_reentrant=True).sum().backward()
+    finally:
+        tracer.remove()
+    edges = [t for t in told if t[0] != "firing"]
+    assert edges == [("start", 0), ("start", 1), ("end", 1), ("end", 0)]
+    assert tracer.backward_depth == 0
+    assert any(kind == "firing" and depth >= 1 for kind, depth in told)  # backward firings see the depth
