@@ -51,8 +51,7 @@ from ..engine.capture.contain import failure_text
 from ..engine.capture.grad_kinds import GradKinds
 from ..engine.capture.model_walk import ModelWalk
 from ..engine.analysis.breakpoints import Breakpoint
-from ..engine.capture.tracer import LiveFiring
-from ..engine.run.lifecycle import TracedRun
+from ..engine.run.lifecycle import LiveFiring, TracedRun
 from ..engine.run.one_run import claimed
 from ..engine.records.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.run.session import describe_modules
@@ -200,7 +199,7 @@ class Guard:
             if steps.pop():
                 self.step_ended()
 
-        run = TracedRun(self.model, self._emit, self.options, walk=walk or ModelWalk(self.model), legacy=False, param_grads=True,
+        run = TracedRun(self.model, self._emit, self.options, walk=walk, legacy=False, param_grads=True,
                         on_backward_start=backward_started, on_backward_end=backward_ended)
         run.begin()
         run.tracer.hunting = self._hunting

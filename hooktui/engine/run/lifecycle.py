@@ -32,12 +32,14 @@ from torch import nn
 from ..autograd import nodes
 from ..capture import hunt
 from ..capture.model_walk import ModelWalk
-from ..capture.tracer import Emit, OnBackward, Tracer
+from ..capture.tracer import Emit, LiveFiring, OnBackward, Tracer
 from ..capture.user_hooks import UserHooks
 from ..summaries import lazy_stats
 from ..summaries.stats import StatsOptions
 
 Failed = Callable[[str, Exception], None]
+
+__all__ = ["Emit", "Failed", "LiveFiring", "OnBackward", "TracedRun"]
 
 
 class TracedRun:
