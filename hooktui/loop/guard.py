@@ -42,9 +42,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..engine.capture import hunt
 from ..engine.summaries import lazy_stats
-from ..engine.autograd import nodes
 from ..engine.records import ranks
 from ..engine.summaries.stats import StatsOptions
 from ..engine.analysis.born import Born, where_born
@@ -52,12 +50,11 @@ from ..engine.capture.contain import failure_text
 from ..engine.capture.grad_kinds import GradKinds
 from ..engine.capture.model_walk import ModelWalk
 from ..engine.analysis.breakpoints import Breakpoint
-from ..engine.capture.tracer import LiveFiring, Tracer
+from ..engine.run.lifecycle import LiveFiring, TracedRun
 from ..engine.run.one_run import claimed
 from ..engine.records.records import Event, LazyTensorRecord, TraceInfo
 from ..engine.run.session import describe_modules
 from ..engine.records.trace_file import write_trace
-from ..engine.capture.user_hooks import UserHooks
 from . import guard_ranks, in_app, say, where
 from .errors import GuardError, NonFiniteError, Quit, ThresholdError
 
@@ -122,29 +119,6 @@ def guard(
     return Guard(model, checks, on_error, where.call_site(), find_node=find_node, options=stats_options)
 
 
-class _StepTracer(Tracer):
-    """A Tracer that tells the guard when backward starts and when a step's backward ends."""
-
-    def __init__(self, model: nn.Module, emit, owner: Guard, walk: ModelWalk | None = None) -> None:
-        super().__init__(model, emit, owner.options, legacy=False, param_grads=True, walk=walk)
-        self.owner = owner
-        self.depth = 0
-
-    @contextlib.contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
-        outermost = self.depth == 0 and self.owner.root_depth == 0  # not autograd.grad inside forward
-        if outermost:
-            self.phase = "backward"
-        self.depth += 1
-        try:
-            with super().backward_pass(roots, kind, create_graph, keep_graph):
-                yield
-        finally:
-            self.depth -= 1
-            if outermost:
-                self.owner.step_ended()
-
-
 class Guard:
     def __init__(self, model: nn.Module, checks: list[Breakpoint], on_error: str | None, call_site: str, *, find_node: bool = True,
                  options: StatsOptions | None = None) -> None:
@@ -157,10 +131,8 @@ class Guard:
         self.step = 0  # steps started under the guard
         self.root_depth = 0
         self.events: list[Event] = []
-        self._tracer: _StepTracer | None = None
-        self._user_hooks: UserHooks | None = None
+        self._run: TracedRun | None = None  # the current step's (engine/run/lifecycle.py)
         self._root_handles: list = []
-        self._lines: hunt.CreationLines | None = None
         self._forwards = 0  # root forwards with grad in this step, none backwarded yet
         self._active = False
         self._claim = None  # one_run.claimed, held from __enter__ to __exit__
@@ -206,17 +178,33 @@ class Guard:
             claim.__exit__(None, None, None)
 
     # -- steps -------------------------------------------------------------------------
+    @property
+    def _tracer(self):
+        return None if self._run is None else self._run.tracer
+
     def _start_tracer(self, walk: ModelWalk | None = None) -> None:
-        lazy_stats.start_run()
-        walk = walk or ModelWalk(self.model)
-        tracer = self._tracer = _StepTracer(self.model, self._emit, self, walk)
-        tracer.hunting = self._hunting
-        tracer.defer_hunt = self._deferred
         # The model's own hooks are firings as in a Session (user_hook), so that every firing
-        # has the number `trace` and the app give it (engine/records/firing.py); first, as there.
-        user_hooks = self._user_hooks = UserHooks(self.model, walk)
-        user_hooks.install(tracer)
-        tracer.install()
+        # has the number `trace` and the app give it (engine/records/firing.py).
+        # For each backward under way on this tracer, innermost last: whether it is the step's
+        # own (the outermost, not autograd.grad inside forward), whose end ends the step.
+        steps: list[bool] = []
+
+        def backward_started(depth: int) -> None:
+            steps.append(depth == 0 and self.root_depth == 0)
+            if steps[-1]:
+                run.tracer.phase = "backward"
+
+        def backward_ended(_depth: int) -> None:
+            if steps.pop():
+                self.step_ended()
+
+        run = TracedRun(self.model, self._emit, self.options, walk=walk, legacy=False, param_grads=True,
+                        on_backward_start=backward_started, on_backward_end=backward_ended)
+        run.begin()
+        run.tracer.hunting = self._hunting
+        run.tracer.defer_hunt = self._deferred
+        self._run = run
+        run.install()
         # After the tracer's: the root's post-hook must run after the tracer's (it may end the step).
         self._root_handles = [
             self.model.register_forward_pre_hook(self._contained(self._root_pre, "its root forward pre-hook")),
@@ -254,21 +242,14 @@ class Guard:
         for handle in self._root_handles:
             handle.remove()
         self._root_handles = []
-        if self._tracer is not None:
-            self._tracer.remove()
-        if self._user_hooks is not None:
-            user_hooks, self._user_hooks = self._user_hooks, None
-            user_hooks.remove()
-        self._stop_lines()
-        if self._deferred:
+        run = self._run
+        if run is not None:
+            run.remove_hooks(failed=lambda where, exc: self._failed(f"{where} at the step's end", exc))
             # Nobody reads a finished step's summaries: never copied (a stop read its own first).
-            lazy_stats.discard_pending(self._step_summaries())
-        else:
-            lazy_stats.flush_pending()
+            run.end(discard=self._step_summaries() if self._deferred else None)
         self.events = []
         self._forwards = 0
-        nodes.forget_node_records()
-        self._tracer = None
+        self._run = None
 
     def step_ended(self) -> None:
         """A step is over: its firings and graph references go, a fresh tracer comes.
@@ -297,7 +278,7 @@ class Guard:
         try:
             self._stop_tracer()
         except Exception as exc:
-            self._tracer = None
+            self._run = None
             self._failed("ending a step", exc)
         try:
             self._start_tracer(walk)
@@ -306,12 +287,11 @@ class Guard:
             try:
                 self._stop_tracer()
             except Exception:  # said above; what is left of it can only be dropped
-                self._tracer = None
+                self._run = None
 
     def _root_pre(self, module: nn.Module, args: tuple) -> None:
-        if self.root_depth == 0 and self._hunting and self._lines is None and torch.is_grad_enabled():
-            self._lines = hunt.CreationLines()  # the line that created each node, for backward's explanation
-            self._lines.__enter__()
+        if self.root_depth == 0 and self._hunting and self._run is not None and torch.is_grad_enabled():
+            self._run.note_creation_lines()  # the line that created each node, for backward's explanation
         self.root_depth += 1
 
     def _root_post(self, module: nn.Module, args: tuple, output: Any) -> None:
@@ -327,9 +307,8 @@ class Guard:
             self.step_ended()
 
     def _stop_lines(self) -> None:
-        if self._lines is not None:
-            self._lines.__exit__(None, None, None)
-            self._lines = None
+        if self._run is not None:
+            self._run.stop_creation_lines()
 
     # -- every firing --------------------------------------------------------------------
     def _emit(self, event: Event, live: LiveFiring) -> None:
@@ -348,7 +327,7 @@ class Guard:
         # The loop may catch the error and go on: its next step starts afresh. In forward
         # now (the hooks the calls still run on the way out find an emptied tracer); in
         # backward when it has unwound (backward_pass), never while autograd runs hooks.
-        if self._tracer is not None and self._tracer.depth == 0:
+        if self._tracer is not None and self._tracer.backward_depth == 0:
             self.step_ended()
         raise error
 

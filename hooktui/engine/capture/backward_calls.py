@@ -27,8 +27,10 @@ import torch
 import torch.autograd
 from torch.autograd.variable import Variable
 
+from .host import NoticesBackward
+
 _lock = threading.Lock()
-_active: list[Any] = []  # tracers, innermost last
+_active: list[NoticesBackward] = []  # tracers, innermost last
 _originals: dict[str, Callable] = {}
 _engine_holder: list[Any] = []  # the engine while the proxy stands in for it
 # `pending`: a wrapper on this thread has noticed the backward its next engine call runs.
@@ -36,7 +38,7 @@ _noticed = threading.local()
 
 
 @contextmanager
-def noticed_by(tracer):
+def noticed_by(tracer: NoticesBackward):
     """While active, every torch.autograd.backward / grad call runs inside
     `tracer.backward_pass(roots, kind)`."""
     with _lock:

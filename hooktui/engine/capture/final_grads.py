@@ -17,15 +17,16 @@ hooktui's, noted on a firing (contain.py).
 from __future__ import annotations
 
 from .grad_kinds import FinalGrad, GradKinds
+from .host import FinalGradHost
 from .source import definition_location
 
 
-def fire_final_grads(tracer, kinds: GradKinds) -> None:
+def fire_final_grads(tracer: FinalGradHost, kinds: GradKinds) -> None:
     for final in kinds.finals(tracer.walk.params):
         tracer.contain.call(f"its final .grad of {final.name}", _fire, tracer, final)
 
 
-def _fire(tracer, final: FinalGrad) -> None:
+def _fire(tracer: FinalGradHost, final: FinalGrad) -> None:
     owner, _, short = final.name.rpartition(".")
     module = tracer.module_named(owner)
     name = f"{short}.grad"

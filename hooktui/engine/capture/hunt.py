@@ -29,6 +29,7 @@ from ..autograd.node_inputs import label_next_functions
 from ..autograd.nodes import name_of, seq_of
 from ..records.records import SourceLocation
 from ..summaries import sharded
+from .host import HuntHost
 from .source import _location
 
 _LINE_KEY = "hooktui.line"
@@ -117,7 +118,7 @@ class NodeWatch:
     the step runs): every node's gradients are summarised on their device and kept as a
     candidate; `first_born` picks the node at the step's end."""
 
-    def __init__(self, tracer) -> None:
+    def __init__(self, tracer: HuntHost) -> None:
         self.tracer = tracer
         self.found = False
         self.candidates: list[NodeCandidate] = []
@@ -168,7 +169,7 @@ def call_edges(call) -> dict:
     return {} if call is None else {(id(n), nr): f"args[{i}]" for i, (n, nr) in call.input_edges.items()}
 
 
-def node_tensors(tracer, node, grad_inputs, grad_outputs, edges: dict) -> tuple[list, dict]:
+def node_tensors(tracer: HuntHost, node, grad_inputs, grad_outputs, edges: dict) -> tuple[list, dict]:
     """Records of what a node received (grad_outputs) and computed (grad_inputs)."""
     labels = label_next_functions(node, tracer.param_names, edges)
     tensors, live = [], {}

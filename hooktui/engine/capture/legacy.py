@@ -18,11 +18,12 @@ import torch
 
 from ..autograd.node_inputs import label_next_functions
 from ..autograd.nodes import name_of
+from .host import LegacyHost
 from .naming import indexed
 
 
 class LegacyHooks:
-    def __init__(self, tracer, record: bool = True) -> None:
+    def __init__(self, tracer: LegacyHost, record: bool = True) -> None:
         self.tracer = tracer
         self.record = record
 

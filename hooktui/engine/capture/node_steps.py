@@ -17,10 +17,11 @@ import torch
 
 from ..autograd.node_inputs import label_next_functions
 from ..autograd.nodes import in_seq_range, name_of
+from .host import FiresCalls
 
 
 class NodeSteps:
-    def __init__(self, tracer) -> None:
+    def __init__(self, tracer: FiresCalls) -> None:
         self.tracer = tracer
 
     def expand(self, call) -> int:

@@ -20,12 +20,13 @@ from torch.autograd.graph import get_gradient_edge
 
 from ..records.records import SourceLocation
 from .grad_kinds import GradKinds
+from .host import ParamGradHost
 from .model_walk import ModelWalk
 from .source import definition_location
 
 
 class ParamGradHooks:
-    def __init__(self, tracer) -> None:
+    def __init__(self, tracer: ParamGradHost) -> None:
         self.tracer = tracer
         self._handles: list = []
         self._hooked: set[int] = set()

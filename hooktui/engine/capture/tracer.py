@@ -61,6 +61,7 @@ from ..autograd.node_hooks import GradWatch, NodeHooks
 from ..autograd.placement import Placement
 from ..records import firing
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
+from ..records.user_hook_records import UserHookCall
 from ..summaries import sharded, stats
 from . import backward_calls, collector, hunt, scripted
 from .call_outputs import OutputSlot, output_slots
@@ -175,6 +176,9 @@ class _Backward:
 
 
 Emit = Callable[[Event, LiveFiring], None]
+# Told when a backward the tracer noticed starts and when it has ended (its last firing
+# made), with how many such backwards were under way around it (0: the outermost).
+OnBackward = Callable[[int], None]
 
 
 class Tracer:
@@ -190,9 +194,18 @@ class Tracer:
         legacy: bool = False,
         param_grads: bool = True,
         walk: ModelWalk | None = None,
+        on_backward_start: OnBackward | None = None,
+        on_backward_end: OnBackward | None = None,
     ) -> None:
+        """`on_backward_start(depth)`: a backward starts, before anything of it is set up (a
+        listener may set `phase` here); `on_backward_end(depth)`: it has ended, its last
+        firing made. `depth`: backwards under way around it (0 for the outermost). What
+        they raise reaches the caller of backward, as what `emit` raises does."""
         self.model = model
         self.emit = emit
+        self.on_backward_start = on_backward_start
+        self.on_backward_end = on_backward_end
+        self._backward_depth = 0
         self.options = stats.StatsOptions() if options is None else options  # made now: HOOKTUI_DEVICE_PATH
         self.phase = "forward"
         # hooktui's own failures stay inside its hooks (contain.py).
@@ -309,6 +322,11 @@ class Tracer:
     @property
     def walk(self) -> ModelWalk:
         return self._walk
+
+    @property
+    def backward_depth(self) -> int:
+        """How many backwards (that the tracer noticed) are under way; 0 outside backward."""
+        return self._backward_depth
 
     @property
     def next_free_index(self) -> int:
@@ -435,7 +453,22 @@ class Tracer:
     @contextmanager
     def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
         """Around one torch.autograd.backward / grad call (backward_calls.py). `keep_graph`:
-        retain_graph (None: as PyTorch, create_graph)."""
+        retain_graph (None: as PyTorch, create_graph). The listeners (`on_backward_start`,
+        `on_backward_end`) are told first and last."""
+        depth = self._backward_depth
+        if self.on_backward_start is not None:
+            self.on_backward_start(depth)
+        self._backward_depth += 1
+        try:
+            with self._one_backward(roots, kind, create_graph, keep_graph):
+                yield
+        finally:
+            self._backward_depth -= 1
+            if self.on_backward_end is not None:
+                self.on_backward_end(depth)
+
+    @contextmanager
+    def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None):
         note = None
         if self.phase == "forward":
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
@@ -865,7 +898,9 @@ class Tracer:
             scope=scope,
         )
 
-    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module, **fields) -> int:
+    def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module | None, **fields) -> int:
+        """The one path of every firing: numbered (firing.py), given the notes pending, and
+        emitted under the firing lock, so that firings from several threads come in index order."""
         with self._firing:  # one firing at a time, indices in order, whichever thread fires
             index, sub = self._numbers.take(fields["hook"])  # node firings: N.k (firing.py)
             event = self.make_event(index=index, module=module, sub=sub, **fields)
@@ -873,10 +908,15 @@ class Tracer:
                                         scope=scope))
             return event.index
 
-    def make_event(self, *, index: int, hook: str, module: nn.Module, call: int, tensors: list[TensorRecord], node,
+    def make_event(self, *, index: int, hook: str, module: nn.Module | None, call: int, tensors: list[TensorRecord], node,
                    source=None, forward_index: int | None = None, notes: list[str] | None = None, call_state=None,
-                   sub: int = 0) -> Event:
-        name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+                   sub: int = 0, facts: tuple[str, str] | None = None, user_hook: UserHookCall | None = None) -> Event:
+        """`facts`: (module name, type name) when they are not those of `module` (a user hook
+        on a tensor has no module)."""
+        if facts is not None:
+            name, type_name = facts
+        else:
+            name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
         failed = self.contain.take_pending()  # hooktui failures before the first firing
         if failed:
             notes = [*(notes or ()), *failed]
@@ -894,6 +934,7 @@ class Tracer:
             forward_index=forward_index,
             notes=notes or NO_NOTES,
             sub=sub,
+            user_hook=user_hook,
         )
 
 

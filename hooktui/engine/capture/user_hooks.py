@@ -34,16 +34,15 @@ import torch
 from torch import nn
 from torch.nn.modules import module as module_globals
 
-from ..autograd import nodes
-from ..records.records import Event, SourceLocation, TensorRecord
+from ..records.records import SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall, UserHookInfo
 from ..summaries import sharded
 from .contain import failure_text
 from .library_hooks import library_label
+from .host import Describes, UserHookHost
 from .model_walk import ModelWalk
 from .naming import named_tensors
 from .quit import QuitRequested
-from .tracer import LiveFiring
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _ENGINE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # hooktui/engine, every room of it
@@ -122,11 +121,11 @@ class UserHooks:
         self._param_names = {id(p): name for name, p in walk.params}
         # UserHookInfo.id -> what FSDP's or TP's hook does (None: the user's own), found at its first call.
         self._library: dict[int, str | None] = {}
-        self._tracer = None
+        self._tracer: UserHookHost | None = None
         self._patched: list[tuple[str, Callable]] = []
 
     # -- install / remove ---------------------------------------------------------
-    def install(self, tracer) -> None:
+    def install(self, tracer: UserHookHost) -> None:
         """Before the tracer's own hooks, so those are never taken for the user's."""
         self._tracer = tracer
         for slot in self._slots:
@@ -280,22 +279,21 @@ class UserHooks:
         # In backward: the autograd node running the hook (the legacy hook's ViewBackward0,
         # the full hooks' BackwardHookFunctionBackward), None in forward.
         node = torch._C._current_autograd_node()
-        event = Event(
-            index=tracer.next_index(),
-            phase=tracer.phase,
+        tensors = received + returned
+        module_type = type(module if module is not None else self._modules.get(name)).__name__ if name in self._modules else ""
+        # The tracer's one path (its lock, the number firing.py gives, the notes pending), as every firing.
+        tracer.fire_event(
             hook="user_hook",
-            module=name,
-            module_type=type(module if module is not None else self._modules.get(name)).__name__ if name in self._modules else "",
+            module=module,
+            facts=(name, module_type),
             call=count if before_call else max(count - 1, 0),
-            tensors=received + returned,
-            grad_fn=nodes.node_name(node),
-            node=nodes.describe_node(node),
+            tensors=tensors,
+            node=node,
             source=_source_of(info),
             notes=notes,
             user_hook=call,
+            live={r.name: live.get(r.name) for r in tensors},
         )
-        live = {r.name: live.get(r.name) for r in event.tensors}
-        tracer.contain.emit(tracer.emit, event, LiveFiring(event=event, module=module, tensors=live, node=node))
 
 
 # -- what a hook gets, and what its return value replaces ------------------------------
@@ -335,7 +333,7 @@ def _returned(info: UserHookInfo, result) -> dict[str, torch.Tensor]:
     return dict(named_tensors(result, prefix))
 
 
-def _compare(tracer, prefix: str, received, records: list[TensorRecord], returned: dict[str, torch.Tensor], with_kwargs: bool = False):
+def _compare(tracer: Describes, prefix: str, received, records: list[TensorRecord], returned: dict[str, torch.Tensor], with_kwargs: bool = False):
     # A forward pre-hook with kwargs returns (args, kwargs): both are replaced.
     prefixes = ("args", "kwargs") if prefix == "args" and with_kwargs else (prefix,)
     before = {name: t for name, t in received if name.startswith(prefixes)}

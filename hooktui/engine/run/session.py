@@ -27,8 +27,7 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map_only
 
 from ..analysis.breakpoints import Breakpoint
-from ..autograd import nodes
-from ..capture import collector, hunt
+from ..capture import collector
 from ..capture.model_walk import ModelWalk
 from ..capture.quit import QuitRequested
 from ..capture.source import RUNNER_FUNCTION
@@ -40,6 +39,7 @@ from ..summaries import lazy_stats, stats
 from . import device_errors
 from .gate import MODEL_ERRORS, Gate
 from .inputs import default_loss, split_inputs
+from .lifecycle import TracedRun
 from .preserve import preserved_model_state
 from .thread_state import ThreadState
 
@@ -150,6 +150,7 @@ class Session:
         self.legacy = legacy
         self.param_grads = param_grads
         self._tracer: Tracer | None = None
+        self._run: TracedRun | None = None
         # The model's own hooks (found now; those registered during the run are added).
         # The model's modules and parameters, walked once for everything the run sets up.
         self._walk = ModelWalk(model)
@@ -178,7 +179,6 @@ class Session:
         self._on_event: Callable[[Event], None] | None = None
         self._on_state: Callable[[str], None] | None = None
         self._lock = threading.RLock()
-        self._lines: hunt.CreationLines | None = None  # entered while hunting in forward
 
     # -- controls (any thread) ---------------------------------------------------
     def step(self) -> None:
@@ -239,9 +239,10 @@ class Session:
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
         lazy = self._walk.has_lazy
-        tracer = self._tracer = Tracer(self.model, self._emit, self.options, legacy=self.legacy, param_grads=self.param_grads,
-                                       walk=self._walk)
-        lazy_stats.start_run()
+        run = self._run = TracedRun(self.model, self._emit, self.options, walk=self._walk, user_hooks=self.user_hooks,
+                                    legacy=self.legacy, param_grads=self.param_grads)
+        tracer = self._tracer = run.tracer
+        run.begin()
         self._set_state("running")
         final = "finished"
         # Everything that exists now lives on: out of the collector's way for the run
@@ -251,11 +252,10 @@ class Session:
         try:
             with self._model_state(), self._grad_state():
                 self._follow_hunting()
-                self.user_hooks.install(tracer)  # first: the tracer's own hooks are not the user's
-                tracer.install()
+                run.install()
                 try:
                     loss = self._forward_and_loss(tracer)
-                    self._stop_creation_lines()  # the forward's and the loss's ops have their lines
+                    run.stop_creation_lines()  # the forward's and the loss's ops have their lines
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
                     self.trace.loss = loss.detach()
@@ -264,9 +264,7 @@ class Session:
                     # .grad the optimizer will use, where param_grad showed another (final_grads.py).
                     tracer.contain.call("recording the final .grad", tracer.backward_returned)
                 finally:
-                    # Each, whatever the other does; a failure is hooktui's, noted, never the run's (contain.py).
-                    tracer.contain.call("removing its hooks", tracer.remove)
-                    tracer.contain.call("giving your hooks back their own functions", self.user_hooks.remove)
+                    run.remove_hooks()  # each part, whatever the other does (lifecycle.py)
         except QuitRequested:
             final = "quit"
         except MODEL_ERRORS as exc:  # the user's model failed: record it, never crash the host
@@ -277,12 +275,9 @@ class Session:
             # First, so that nothing below can leave the collector frozen: the model's
             # garbage cycles made during the run can be collected again.
             collector.run_ended()
-            self._stop_creation_lines()
             self.current = None
-            self._tracer = None
-            lazy_stats.flush_pending()  # device summaries reach the host once, here
-            lazy_stats.end_run()
-            nodes.forget_node_records()
+            self._tracer = self._run = None
+            run.end()  # device summaries reach the host once, here
             _trim_heap(self._emitted)
         self._set_state(final)
         return self.trace
@@ -349,19 +344,13 @@ class Session:
     def _follow_hunting(self) -> None:
         """Worker side: start watching for where bad values are born once a non-finite
         breakpoint is set (lines of forward ops only from then on; backward from the next one)."""
-        tracer = self._tracer
+        run = self._run
         hunting = self.hunting
-        if tracer is None or hunting == tracer.hunting:
+        if run is None or hunting == run.tracer.hunting:
             return
-        tracer.hunting = hunting
-        if hunting and self._lines is None and tracer.phase == "forward":
-            self._lines = hunt.CreationLines()
-            self._lines.__enter__()
-
-    def _stop_creation_lines(self) -> None:
-        if self._lines is not None:
-            self._lines.__exit__(None, None, None)
-            self._lines = None
+        run.tracer.hunting = hunting
+        if hunting and run.tracer.phase == "forward":
+            run.note_creation_lines()
 
     def _on_pause(self, _event: Event) -> None:
         lazy_stats.flush_pending()  # device summaries reach the host once per pause
