@@ -5,8 +5,9 @@ channel made for it, so that a program can filter, route or silence them.
 - Something the user may want to fix (a trace file that could not be written; hooktui's own
   failure, after which a guard went on unchecked): a warning of category `HooktuiWarning`
   (`warnings.warn`), which `warnings.filterwarnings("ignore", category=hooktui.HooktuiWarning)`
-  silences and `-W error::hooktui.HooktuiWarning` turns into an exception. Python shows a given
-  warning once per place by default.
+  silences. Python shows a given warning once per place by default. A filter that turns it
+  into an error (`-W error`) does not make it one: raised inside a hook it would change the
+  run, so it is logged at ERROR instead.
 - Information (where a step's trace was saved and how to open it; that the app waits for the
   step): a record of the `hooktui` logger at level INFO.
 
@@ -75,4 +76,10 @@ def warn(message: str) -> None:
         if not (path.startswith(_PACKAGE) or (torch_dir and path.startswith(torch_dir))):
             break
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, HooktuiWarning, stacklevel=level)
+    try:
+        warnings.warn(message, HooktuiWarning, stacklevel=level)
+    except Warning:
+        # A filter made it an error (`-W error`, pytest's filterwarnings): raised here, often
+        # inside a hook in the user's forward or backward, it would change the run hooktui
+        # watches, which hooktui never does. Said on the logger instead, at ERROR.
+        logger.error(message)

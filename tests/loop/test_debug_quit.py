@@ -76,12 +76,14 @@ def test_the_steps_own_exception_reaches_the_caller(monkeypatch, path):
 
 
 class SlowForward(nn.Module):
-    """A forward that sleeps between its two module calls, saying where it is: `slept`
-    once the sleep is over, `b_ran` if self.b's forward ran."""
+    """A forward that waits between its two module calls until `release` is set (the test
+    sets it once the app was quit: however loaded the machine, the quit comes inside the
+    wait), saying where it is: `slept` once the wait is over, `b_ran` if self.b's forward ran."""
 
     def __init__(self) -> None:
         super().__init__()
         self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 1)
+        self.release = threading.Event()
         self.slept = threading.Event()
         self.b_ran = False
         self.b.register_forward_hook(self._b_ran)
@@ -91,14 +93,14 @@ class SlowForward(nn.Module):
 
     def forward(self, x):
         h = self.a(x)
-        time.sleep(1.0)  # the app is quit in here: nothing can stop the step before self.b
+        self.release.wait(60)  # a long forward: nothing can stop the step before self.b
         self.slept.set()
         return self.b(h)
 
 
 def test_quit_during_a_long_forward_waits_for_the_next_module_call(monkeypatch, capsys):
-    """What happened, not how long it took: `q` came inside the sleep, `debug` returned only
-    once the sleep was over, and the step stopped at self.b's call (its forward never ran)."""
+    """What happened, not how long it took: `q` came inside the long forward, `debug` returned
+    only once the forward went on, and the step stopped at self.b's call (its forward never ran)."""
     monkeypatch.setattr(hooktui.loop.in_app, "WAIT_QUIETLY", 0.05)
     model = SlowForward()
     slept_at_quit = []
@@ -107,16 +109,17 @@ def test_quit_during_a_long_forward_waits_for_the_next_module_call(monkeypatch, 
         app = pilot.app
         await wait_for(pilot, lambda: app.state == "paused", "the first pause")
         await pilot.press("c")
-        await wait_for(pilot, lambda: app.state == "running" and len(app.history) >= 3, "the step inside the sleep")
+        await wait_for(pilot, lambda: app.state == "running" and len(app.history) >= 3, "the step inside the wait")
         slept_at_quit.append(model.slept.is_set())
         await pilot.press("q")
+        threading.Timer(0.3, model.release.set).start()  # the forward goes on after the app closed
 
     use_pilot(monkeypatch, script)
     hooks_before = hook_dicts(model)  # the test's own forward hook on self.b
     with pytest.raises(hooktui.Quit):
         hooktui.debug(model, lambda: model(torch.ones(1, 2)).sum())
-    assert slept_at_quit == [False]  # quit while the forward slept
-    assert model.slept.is_set()  # debug waited for the step to leave the sleep
+    assert slept_at_quit == [False]  # quit while the forward waited
+    assert model.slept.is_set()  # debug waited for the step to leave the wait
     assert not model.b_ran  # and stopped it at its next module call
     assert "waiting for the step to reach its next module call" in capsys.readouterr().err
     assert model.b.weight.grad is None and hook_dicts(model) == hooks_before

@@ -51,6 +51,14 @@ def test_a_warning_is_a_hooktui_warning_that_can_be_filtered():
         say.warn("ignored")
 
 
+def test_a_warning_made_an_error_by_a_filter_is_logged_not_raised(capsys):
+    """`-W error` must not turn hooktui's warning into an exception in the user's forward."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        say.warn("guard failed in a hook and went on")  # raises nothing
+    assert "hooktui: guard failed in a hook and went on" in capsys.readouterr().err
+
+
 def test_a_warning_points_at_the_callers_line():
     with pytest.warns(hooktui.HooktuiWarning) as caught:
         say.warn("here")

@@ -20,7 +20,8 @@ def test_error_screen_gives_the_device_fix():
     async def script():
         async with paused_at_start(app, size=(100, 30)) as pilot:
             await pilot.press("c")
-            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error screen")
+            # The screen, then its content: under load the screen is pushed before it is composed.
+            await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen) and app.screen.query("#error-head"), "the error screen")
             shown["head"] = str(app.screen.query_one("#error-head").render())
             await pilot.press("escape", "q")
 
