@@ -12,6 +12,7 @@ def run_open(args) -> int:
     model = f" {args.target}" if args.target else ""
     require_terminal(f"`hooktui trace{model}` prints the firings instead")
     from ..ui.app import HooktuiApp
+    from ..ui.sources import LiveSource
     from ..ui.process import run_app
 
     # Legacy firings are always recorded, so that `L` can show them in the app; without
@@ -21,4 +22,4 @@ def run_open(args) -> int:
         session.add_breakpoint(bp)
     if not getattr(args, "legacy", False):
         session.gate.skip_hooks.add("legacy_backward")
-    return run_app(HooktuiApp(session=session, source_path=loaded.path))
+    return run_app(HooktuiApp(LiveSource(session), source_path=loaded.path))
