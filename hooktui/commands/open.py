@@ -13,6 +13,7 @@ def run_open(options: OpenOptions) -> int:
     model = f" {options.model.target}" if options.model.target else ""
     require_terminal(f"`hooktui trace{model}` prints the firings instead")
     from ..ui.app import HooktuiApp
+    from ..ui.sources import LiveSource
     from ..ui.process import run_app
 
     # Legacy firings are always recorded, so that `L` can show them in the app; without
@@ -22,4 +23,4 @@ def run_open(options: OpenOptions) -> int:
         session.add_breakpoint(bp)
     if not options.legacy:
         session.gate.skip_hooks.add("legacy_backward")
-    return run_app(HooktuiApp(session=session, source_path=loaded.path))
+    return run_app(HooktuiApp(LiveSource(session), source_path=loaded.path))

@@ -43,8 +43,9 @@ open_app: Callable[[App], None] = _run
 
 def debug_in_app(session: Session, call_site: str, on_quit: str) -> None:
     from ..ui.debug_app import DebugApp
+    from ..ui.sources import LiveSource
 
-    app = DebugApp(session=session, call_site=call_site, on_quit=on_quit)
+    app = DebugApp(source=LiveSource(session), call_site=call_site, on_quit=on_quit)
     app.exit_on_signals = True
     with _stdout_aside(), _program_signal_handlers():
         open_app(app)

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -42,15 +42,12 @@ from .screens.save import SaveScreen
 from .screens.help import HelpScreen
 from .screens.overview import OverviewScreen
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
-from .sources import LiveSource, RecordedSource, Source
+from .sources import RecordedSource, Source
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
-
-if TYPE_CHECKING:
-    from ..engine.run.session import Session
 
 # While the model runs freely, the timeline and status follow at most this often, and the
 # heavier panes (tree marks, tensors, values, autograd) at most every RUNNING_PANES seconds:
@@ -98,7 +95,7 @@ class HooktuiApp(NavigationActions, App):
 
     def __init__(
         self,
-        session: Session | None = None,
+        source: Source | None = None,
         recorded: tuple[TraceInfo, list[Event]] | None = None,
         source_path: str | None = None,
         sources: Mapping[str, Mapping[int, str]] | None = None,
@@ -109,10 +106,11 @@ class HooktuiApp(NavigationActions, App):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        if (session is None) == (recorded is None):
-            raise ValueError("HooktuiApp needs a session or a recorded (info, events), not both")
-        self.session = session
-        self.source: Source = LiveSource(session) if session is not None else RecordedSource(*recorded, sources=sources)
+        # The app reaches the engine only through its Source (ui/sources.py): a live
+        # session's (LiveSource) or a recorded trace's, given as records here for short.
+        if (source is None) == (recorded is None):
+            raise ValueError("HooktuiApp needs a Source or a recorded (info, events), not both")
+        self.source: Source = source if source is not None else RecordedSource(*recorded, sources=sources)
         self.source_path = source_path
         self.show_timings = show_timings
         self.against = against  # `view A --against B`: the other run, compared
@@ -147,10 +145,7 @@ class HooktuiApp(NavigationActions, App):
         self.console_results: list = []
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
-        if session is not None:
-            self.legacy_shown = session.legacy and "legacy_backward" not in session.gate.skip_hooks
-        else:
-            self.legacy_shown = True
+        self.legacy_shown = self.source.legacy_shown_at_start
         self.history.hidden = set(firing.hidden_kinds(self.legacy_shown))
 
     # -- layout ------------------------------------------------------------------------
@@ -453,7 +448,7 @@ class HooktuiApp(NavigationActions, App):
         self.set_legacy_shown(not self.legacy_shown)
 
     def set_legacy_shown(self, shown: bool) -> None:
-        if self.session is not None and not self.session.legacy:
+        if not self.source.records_legacy:
             self.notify("this run does not record legacy firings: open the model with --legacy", title="legacy")
             return
         self.legacy_shown = shown

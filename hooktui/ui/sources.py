@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..engine.analysis.breakpoints import Breakpoint, BreakpointList, Stop
-from ..engine.records.records import Event, TraceInfo
+from ..engine.records.records import Event, TensorRecord, TraceInfo
 from ..engine.records.source_lines import file_lines
 from ..engine.records.user_hook_records import UserHookInfo
 from ..visible import visible_event, visible_info
@@ -124,6 +124,11 @@ class Source:
         """The live objects of `event` (engine LiveFiring) when the model is paused in it."""
         return None
 
+    def live_tensor(self, tensor: TensorRecord | None):
+        """The live tensor behind `tensor` while the model is paused in its firing, else
+        None (a recorded trace has none: only the values it kept)."""
+        return None
+
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
         found: dict[int, UserHookInfo] = {}
@@ -133,6 +138,10 @@ class Source:
         return [found[k] for k in sorted(found)]
 
     break_on_backward = False
+    # Legacy firings: whether this source can show them at all, and whether they are
+    # shown when the app opens (`L` toggles).
+    records_legacy = True
+    legacy_shown_at_start = True
 
 
 class RecordedSource(Source):
@@ -174,6 +183,15 @@ class LiveSource(Source):
         self._running_since: float | None = None
         self._finished = threading.Event()
         self._launched = False
+
+    @property
+    def records_legacy(self) -> bool:
+        return self.session.legacy
+
+    @property
+    def legacy_shown_at_start(self) -> bool:
+        """Shown when the session pauses at them (`hooktui --legacy`)."""
+        return self.session.legacy and "legacy_backward" not in self.session.gate.skip_hooks
 
     # -- worker thread -------------------------------------------------------------
     def start(self, app: App) -> list[Event]:
@@ -270,6 +288,15 @@ class LiveSource(Source):
         if self.state != "paused" or event is None or current is None or current.event is not event:
             return None
         return current
+
+    def live_tensor(self, tensor: TensorRecord | None):
+        current = self.session.current
+        if tensor is None or tensor.shape is None or current is None or self.session.state != "paused":
+            return None
+        if not any(t is tensor for t in current.event.tensors):
+            return None
+        live = current.tensors.get(tensor.name)
+        return live if live is not None and list(live.shape) == tensor.shape else None
 
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """Every hook found at start, and those registered so far."""

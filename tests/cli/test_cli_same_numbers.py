@@ -35,6 +35,7 @@ from hooktui.engine.records.records import position_of
 from hooktui.engine.records.trace_file import read_trace
 from hooktui.loop import guard as guard_module
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 
 SQRT = ROOT / "tests" / "zero_row_sqrt.py"
 MODELS = sorted(SAMPLES.glob("*.py")) + [SQRT]
@@ -147,7 +148,7 @@ def app_firings(path: Path, nonfinite: bool) -> tuple[list[tuple], object]:
     session.gate.skip_hooks.add("legacy_backward")
     if nonfinite:
         session.add_breakpoint(Breakpoint.nonfinite())
-    app = HooktuiApp(session=session, source_path=loaded.path, show_timings=False)
+    app = HooktuiApp(LiveSource(session), source_path=loaded.path, show_timings=False)
     shown: list = []
 
     async def drive():

@@ -10,6 +10,7 @@ import pytest
 from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TensorStats, TraceInfo
 from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
@@ -94,7 +95,7 @@ def test_breakpoint_on_fc1_stops_in_forward_and_backward():
             await paused_at(pilot, 1)
             assert app.current.module == "fc1"
             await pilot.press("b")  # the current firing's module
-            assert {bp.module for bp in app.session.gate.breakpoints} == {"fc1"}
+            assert {bp.module for bp in app.source.session.gate.breakpoints} == {"fc1"}
             stops = []
             while app.state != "finished":
                 await pilot.press("c")
@@ -129,7 +130,7 @@ def test_breakpoint_from_the_tree_selection_and_break_on_backward():
             await pilot.press("b")
             assert not app.source.breakpoints
             await pilot.press("B")
-            assert app.session.gate.break_on_backward
+            assert app.source.session.gate.break_on_backward
             await pilot.press("c")
             first_backward = next(e.index for e in expected if e.phase == "backward")
             await paused_at(pilot, first_backward)
@@ -152,7 +153,7 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
         async with paused_at_start(app) as pilot:
             await pilot.press("B", "c")
             await paused_at(pilot, first_backward)
-            assert app.current.phase == "backward" and app.session.gate.paused
+            assert app.current.phase == "backward" and app.source.session.gate.paused
             holder["thread"] = app.source.thread
             holder["quit_at"] = time.monotonic()
             await pilot.press("q")
@@ -162,7 +163,7 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
     # The app never waits for the model (the terminal comes back first); the model's
     # thread ends on its own at once when told to quit while paused.
     assert app.source.join(1.0), "the model's worker is still running"
-    assert app.session.state == "quit"
+    assert app.source.session.state == "quit"
     thread = holder["thread"]
     thread.join(1.0)
     assert not thread.is_alive()
@@ -172,7 +173,7 @@ def test_quit_while_paused_in_backward_ends_app_and_worker():
 @pytest.mark.parametrize("model_cls, phase", [(FailsInForward, "forward"), (FailsInBackward, "backward")])
 def test_model_exception_shows_modal_and_app_stays_usable(model_cls, phase):
     async def script():
-        app = HooktuiApp(session=Session(model_cls(), inputs()), show_timings=False)
+        app = HooktuiApp(LiveSource(Session(model_cls(), inputs())), show_timings=False)
         async with paused_at_start(app) as pilot:
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error screen")

@@ -7,6 +7,7 @@ from torch import nn
 
 from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.screens.error import ErrorScreen
 from ui_helpers import paused_at_start, run, wait_for
 
@@ -14,7 +15,7 @@ from ui_helpers import paused_at_start, run, wait_for
 def test_error_screen_gives_the_device_fix():
     model, x = nn.Linear(4, 3).to("meta"), torch.randn(2, 4).to("meta")
     session = Session(model, x, lambda output: nn.functional.cross_entropy(output, torch.tensor([0, 2])))
-    app = HooktuiApp(session=session, show_timings=False)
+    app = HooktuiApp(LiveSource(session), show_timings=False)
     shown = {}
 
     async def script():

@@ -11,6 +11,7 @@ from torch import nn
 from hooktui.engine.analysis.breakpoints import Breakpoint
 from hooktui.engine.run.session import Session
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 
 from screen_text import screen_rows
 from ui_helpers import paused_at_start, run, wait_for
@@ -26,7 +27,7 @@ def test_the_app_pauses_at_a_final_grad_and_shows_it_readable_at_80x24(tmp_path)
         expected = {}
 
         async def script():
-            app = HooktuiApp(session=session, show_timings=False)
+            app = HooktuiApp(LiveSource(session), show_timings=False)
             async with paused_at_start(app) as pilot:
                 await pilot.press("c")
                 await wait_for(pilot, lambda: app.state == "paused" and app.current.hook == "final_grad", "the final_grad")

@@ -13,6 +13,7 @@ from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, Tens
 from hooktui.engine.run.loader import load_target
 from hooktui.engine.run.session import Session, record
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.keys import key_help
 from hooktui.ui.screens.overview import OverviewScreen
 from hooktui.ui.widgets.overview import OverviewRows, bar, bar_level, short_number
@@ -110,7 +111,7 @@ def test_the_overview_grows_while_the_model_runs():
     release, reached = threading.Event(), threading.Event()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), Waits(release, reached), nn.Linear(4, 2))
-    app = HooktuiApp(session=Session(model, torch.ones(2, 4)), show_timings=False)
+    app = HooktuiApp(LiveSource(Session(model, torch.ones(2, 4))), show_timings=False)
 
     async def script():
         async with app.run_test(size=(80, 24), notifications=False) as pilot:

@@ -7,6 +7,7 @@ from pathlib import Path
 import hooktui.ui.app
 from hooktui.engine.records.records import Event, ModuleInfo, TraceInfo
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.process import run_app
 
 CSS = str(Path(hooktui.ui.app.__file__).with_name("app.tcss"))  # subclasses here would look beside this file
@@ -45,7 +46,7 @@ def test_sys_exit_in_the_model_is_shown_and_the_app_stays_usable():
     from ui_helpers import run, wait_for
     from ui_models import ExitsInForward, inputs
 
-    app = HooktuiApp(session=Session(ExitsInForward(), inputs()), show_timings=False)
+    app = HooktuiApp(LiveSource(Session(ExitsInForward(), inputs())), show_timings=False)
 
     async def script():
         async with app.run_test(size=(80, 24), notifications=False) as pilot:

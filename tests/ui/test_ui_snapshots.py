@@ -15,6 +15,7 @@ import pytest
 from hooktui.engine.run.loader import load_target
 from hooktui.engine.run.session import Session, record
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.screens.error import ErrorScreen
 from hooktui.ui.screens.help import HelpScreen
 from hooktui.ui.screens.overview import OverviewScreen
@@ -88,7 +89,7 @@ def test_seed_paused_in_fc1_backward(snap_compare, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_exception_modal(snap_compare, size):
-    app = HooktuiApp(session=Session(FailsInBackward(), inputs()), show_timings=False)
+    app = HooktuiApp(LiveSource(Session(FailsInBackward(), inputs())), show_timings=False)
 
     async def run_before(pilot):
         await paused_at(pilot, 0)

@@ -11,6 +11,7 @@ from torch import nn
 from hooktui.engine.run.session import Session
 from hooktui.ui import app as app_module
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 from hooktui.ui.widgets.timeline import Timeline
 
 from ui_helpers import paused_at_start, run, wait_for
@@ -31,7 +32,7 @@ class Slow(nn.Module):
 def test_a_slow_redraw_spaces_the_next_ones_and_the_timeline_still_gets_every_firing(monkeypatch):
     torch.manual_seed(0)
     model = nn.Sequential(*[Slow() for _ in range(60)])  # ~1.8 s of forward
-    app = HooktuiApp(session=Session(model, torch.randn(2, 4), pause=True), show_timings=False)
+    app = HooktuiApp(LiveSource(Session(model, torch.randn(2, 4), pause=True)), show_timings=False)
     slow = 0.15
     redraws: list[float] = []
     grow, redraw = HooktuiApp._grow_timeline, HooktuiApp._redraw

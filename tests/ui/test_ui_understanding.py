@@ -40,7 +40,7 @@ def test_step_into_shows_node_firings_and_finish_reaches_the_backward():
             assert inside and {e.module for e in inside} == {"fc1"}
             assert {e.call for e in inside} == {app.history.events[start].call}
             names = [e.grad_fn for e in inside if e.hook == "node"]
-            assert names == [e.grad_fn for e in app.session.events if e.hook == "node"]  # what the engine recorded
+            assert names == [e.grad_fn for e in app.source.session.events if e.hook == "node"]  # what the engine recorded
             assert all(e.grad_fn for e in inside)
 
     run(script())
@@ -87,14 +87,14 @@ def test_legacy_toggle_shows_and_hides_legacy_firings():
     async def script():
         app = sample_app("seed.py", legacy=False)
         async with paused_at_start(app) as pilot:
-            assert not app.legacy_shown and "legacy_backward" in app.session.gate.skip_hooks
+            assert not app.legacy_shown and "legacy_backward" in app.source.session.gate.skip_hooks
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "finished", "the end")
             assert len(app.history) == len(expected)
             assert timeline_hooks(app).count("legacy_backward") == 0
             assert app.current.hook != "legacy_backward"
             await pilot.press("L")
-            assert app.legacy_shown and "legacy_backward" not in app.session.gate.skip_hooks
+            assert app.legacy_shown and "legacy_backward" not in app.source.session.gate.skip_hooks
             assert timeline_hooks(app).count("legacy_backward") == n_legacy
             await pilot.press("L")
             assert timeline_hooks(app).count("legacy_backward") == 0
@@ -119,7 +119,7 @@ def test_legacy_flag_pauses_at_legacy_firings():
             assert explain_pane.statements[-1].ok is False  # the verdict: grad_input ≠ module inputs
             await pilot.press("L")  # hidden while paused at one: the cursor leaves it
             assert app.current.hook != "legacy_backward"
-            assert "legacy_backward" in app.session.gate.skip_hooks
+            assert "legacy_backward" in app.source.session.gate.skip_hooks
 
     run(script())
 

@@ -49,7 +49,7 @@ def test_hooks_screen_lists_the_users_hook_and_b_breaks_where_it_fires():
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, UserHooksScreen), "the hooks screen to close")
             await pilot.press("H", "b", "escape")
-            assert [bp.user_hook for bp in app.session.gate.breakpoints] == [0]
+            assert [bp.user_hook for bp in app.source.session.gate.breakpoints] == [0]
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.hook == "user_hook", "the user hook firing")
             event = app.current

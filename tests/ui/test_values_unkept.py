@@ -28,7 +28,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
     from hooktui.ui.widgets.values_grid import ValuesGrid
 
     app = sample_app("cnn.py")
-    x = app.session.args[0]
+    x = app.source.session.args[0]
 
     async def live():
         async with paused_at_start(app, size=(120, 40)) as pilot:
@@ -46,7 +46,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
 
     run(live())
     # The same firing from a recorded trace (as `hooktui view` shows it): no live tensor.
-    recorded = HooktuiApp(recorded=(app.session.trace.info, app.session.events[:1]))
+    recorded = HooktuiApp(recorded=(app.source.session.trace.info, app.source.session.events[:1]))
 
     async def from_file():
         async with recorded.run_test(size=(120, 40), notifications=False) as pilot:

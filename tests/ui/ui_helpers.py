@@ -13,6 +13,7 @@ from hooktui.commands.common import session_for
 from hooktui.engine.run.loader import load_target
 from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
+from hooktui.ui.sources import LiveSource
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_models"
@@ -33,7 +34,7 @@ def sample_app(name: str, *, legacy: bool | None = None, **kwargs) -> HooktuiApp
     session = session_for(loaded, pause=True, legacy=legacy is not None)
     if legacy is False:
         session.gate.skip_hooks.add("legacy_backward")
-    return HooktuiApp(session=session, source_path=loaded.path, show_timings=False, **kwargs)
+    return HooktuiApp(LiveSource(session), source_path=loaded.path, show_timings=False, **kwargs)
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], what: str = "condition", timeout: float = TIMEOUT) -> None:

@@ -44,15 +44,10 @@ def unkept_slices_text(tensor: TensorRecord | None) -> str | None:
 
 
 def live_tensor(app, tensor: TensorRecord | None):
-    """The live tensor behind `tensor` while the session is paused in its firing, else None."""
-    session = getattr(app, "session", None)
-    current = getattr(session, "current", None)
-    if tensor is None or tensor.shape is None or current is None or getattr(session, "state", None) != "paused":
-        return None
-    if not any(t is tensor for t in current.event.tensors):
-        return None
-    live = current.tensors.get(tensor.name)
-    return live if live is not None and list(live.shape) == tensor.shape else None
+    """The live tensor behind `tensor` while the model is paused in its firing, else None
+    (asked of the app's Source: the UI reaches a live session only through it)."""
+    source = getattr(app, "source", None)
+    return source.live_tensor(tensor) if source is not None else None
 
 
 def live_slice(tensor: TensorRecord, live, n: int) -> TensorRecord:
