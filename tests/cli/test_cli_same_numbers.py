@@ -27,12 +27,12 @@ import pytest
 import hooktui
 from cli_run import ROOT, SAMPLES, results as wait_for_runs, start_many
 from hooktui.commands.common import session_for
-from hooktui.engine.born import where_born
-from hooktui.engine.breakpoints import Breakpoint
-from hooktui.engine.inputs import default_loss, split_inputs
-from hooktui.engine.loader import load_target
-from hooktui.engine.records import position_of
-from hooktui.engine.trace_file import read_trace
+from hooktui.engine.analysis.born import where_born
+from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.run.inputs import default_loss, split_inputs
+from hooktui.engine.run.loader import load_target
+from hooktui.engine.records.records import position_of
+from hooktui.engine.records.trace_file import read_trace
 from hooktui.loop import guard as guard_module
 from hooktui.ui.app import HooktuiApp
 
