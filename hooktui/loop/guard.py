@@ -44,6 +44,7 @@ from torch import nn
 
 from ..engine.summaries import lazy_stats
 from ..engine.records import ranks
+from ..engine.records import notes as note_kinds
 from ..engine.summaries.stats import StatsOptions
 from ..engine.analysis.born import Born, where_born
 from ..engine.capture.contain import failure_text
@@ -352,7 +353,7 @@ class Guard:
         for event in events:
             if event.hook == "param_grad" and len(event.tensors) > 1:
                 # The .grad held before the backward: shown only when it was not finite.
-                event.tensors = [t for t in event.tensors if not (t.extra and t.name.endswith(" before this backward")
+                event.tensors = [t for t in event.tensors if not (t.extra and note_kinds.kind_of(t.note) == "held_grad"
                                                                   and not any(t.nonfinite_counts or ()))]
         found = tracer.node_watch.first_born() if self._hunting else None
         if found is not None:  # N.1 after the plain firing N before it (engine/records/firing.py): nothing moves
@@ -440,7 +441,7 @@ def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | 
     head = (f"hooktui.guard: {on}step {step}, firing #{event.number} ({event.hook}{phase} of {module} "
             f"({event.module_type}) call {event.call}): {reason}")
     if born is not None:
-        lines = [_GUARD_WORDS.get(line, line) for line in born.lines if not line.startswith(_APP_ADVICE)]
+        lines = [_GUARD_WORDS.get(note_kinds.kind_of(line), line) for line in born.lines if not line.startswith(_APP_ADVICE)]
         head += "\nWhere it was born:\n" + "\n".join("  " + line for line in lines)
     if ranked:
         head += f"\nOn rank {rank[0]} of {rank[1]}:\n" + "\n".join("  " + line for line in ranked)
@@ -449,12 +450,11 @@ def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | 
 
 # born.py's advice for the app; in the guard, find_node=True is what shows the node.
 _APP_ADVICE = ("Set the non-finite breakpoint before backward", "With the non-finite breakpoint set before backward")
-# The engine's words for the app, said as they hold in a guard (lines are noted inside the
-# model's forward only, so a node made in the loss outside it has none).
+# born.py's lines that are the engine's notes for the app, by the notes' kinds, said as they
+# hold in a guard (lines are noted inside the model's forward only, so a node made in the loss
+# outside it has none).
 _GUARD_WORDS = {
-    "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
-    "or the op is hooktui's default loss)":
-        "the line that created it is unknown: hooktui.guard notes the lines of the model's forward only",
+    "created_unknown": "the line that created it is unknown: hooktui.guard notes the lines of the model's forward only",
 }
 
 

@@ -18,12 +18,13 @@ import torch
 from ..engine.summaries import sharded
 from ..engine.analysis.breakpoints import Breakpoint, nonfinite_words
 from ..engine.capture.grad_kinds import user_fqn
+from ..engine.records import notes as note_kinds
 from ..engine.records.records import Event
 
-# What grad_kinds.py and sharded.py write on a firing, read back here.
+# The start of the notes sharded.py and grad_kinds.py write (found by kind, records/notes.py):
+# the rest of their text is said here.
 _DTENSOR_NOTE = "DTensor: statistics and values are this rank's local part, "
 _FLAT_NOTE = "FSDP1 FlatParameter holding "
-_GRAD_KIND_NOTES = ("DDP", "FSDP2: ")
 
 
 def lines(event: Event, bp: Breakpoint, params: list[tuple[str, torch.Tensor]],
@@ -36,11 +37,11 @@ def lines(event: Event, bp: Breakpoint, params: list[tuple[str, torch.Tensor]],
     if not bad:
         return out
     tensor, _ = bad[0]
-    if tensor.note and tensor.note.startswith(_DTENSOR_NOTE):
+    if note_kinds.kind_of(tensor.note) == "dtensor_local":
         out.append(f"{tensor.name} is this rank's shard of a DTensor: local {tensor.note.removeprefix(_DTENSOR_NOTE)}.")
     if event.hook == "param_grad":
-        out += [note + "." for note in event.notes if note.startswith(_GRAD_KIND_NOTES)]
-        flat = next((note for note in event.notes if note.startswith(_FLAT_NOTE)), None)
+        out += [note + "." for note in note_kinds.of_kind(event.notes, "grad_kind")]
+        flat = next(iter(note_kinds.of_kind(event.notes, "flat_param")), None)
         if flat is not None and not tensor.extra:
             out.append(_flat_grad(tensor.name, flat, bad))
     elif event.phase == "forward" and bp.kind == "nonfinite":
@@ -49,7 +50,7 @@ def lines(event: Event, bp: Breakpoint, params: list[tuple[str, torch.Tensor]],
 
 
 def _flat_grad(name: str, note: str, bad: list) -> str:
-    pieces = [(t, words) for t, words in bad if t.extra and t.target and not t.name.endswith(" before this backward")]
+    pieces = [(t, words) for t, words in bad if t.extra and t.target and note_kinds.kind_of(t.note) != "held_grad"]
     if pieces:
         where = "; ".join(f"{words} in {t.target}'s part ({t.name})" for t, words in pieces)
         return f"{name} is an FSDP1 FlatParameter's gradient (this rank's, unsharded, before FSDP's reduce-scatter): {where}."

@@ -186,3 +186,18 @@ def test_a_scoped_threshold_crossed_by_the_model_input_blames_the_input_not_the_
     events = hunt(model, torch.full((2, 4), 1.0), bp=bp)  # norm 2.8 in the data, 8.5 once scaled
     born = where_born(events, bp)
     assert "made" in born.text and "in the forward of (root)" in born.text and "unchanged" not in born.text
+
+
+def test_born_reads_a_notes_kind_not_its_wording():
+    """born.py finds "made outside every module call" by the note's kind (records/notes.py):
+    the same words as a plain note say nothing; other words with the kind do."""
+    from hooktui.engine.records.notes import Note
+    from hooktui.engine.records.records import Event, TensorRecord, TensorStats
+
+    def node_firing(note):
+        bad = TensorRecord("grad_inputs[0]", [2], target="x", stats=TensorStats(count=2, nan=1, nonfinite=1))
+        return Event(0, "backward", "node", "fc", "Linear", 0, grad_fn="SqrtBackward0", tensors=[bad], notes=[note])
+
+    words = "made outside every module call (in the loss, or between the calls of the root module)"
+    assert "outside every module call" in where_born([node_firing(Note("made_outside", "said otherwise"))]).lines[0]
+    assert "in the backward of fc" in where_born([node_firing(words)]).lines[0]

@@ -203,10 +203,10 @@ def test_the_hostile_trace_loads_as_it_is(tmp_path):
 
 
 def test_every_record_field_has_a_schema_entry():
-    """Adding a field to a record needs one line in trace_file.SCHEMA; this says which."""
+    """Adding a field to a record needs one line in its struct of trace_file.SCHEMA; this says which."""
     for cls in (records.Event, records.TensorRecord, records.TensorStats, records.NodeRecord, records.SourceLocation,
                 records.ErrorRecord, records.ModuleInfo, records.TraceInfo):
-        missing = {f.name for f in dataclasses.fields(cls)} - set(SCHEMA[cls])
+        missing = {f.name for f in dataclasses.fields(cls)} - set(SCHEMA[cls].__struct_fields__)
         assert not missing, f"trace_file.SCHEMA[{cls.__name__}] has no check for {sorted(missing)}"
 
 
@@ -302,3 +302,36 @@ def test_a_single_process_header_carries_no_rank_fields():
     assert "rank" not in info.to_dict() and "world_size" not in info.to_dict()
     ranked = records.TraceInfo(model="m.py", modules=[], loss="sum", rank=1, world_size=2)
     assert (ranked.to_dict()["rank"], ranked.to_dict()["world_size"]) == (1, 2)
+
+
+# -- issue 30: notes with kinds, one list of hook kinds ----------------------------------------
+def test_the_engines_sentences_in_a_file_get_their_kinds_back(tmp_path):
+    """A trace file holds notes as text (files written before notes had kinds too): the
+    sentences the engine writes are read back as Notes of their kinds, once, here; any
+    other text stays a plain note."""
+    from hooktui.engine.records.notes import Note, kind_of
+    from hooktui.engine.records.trace_file import write_trace
+
+    event = changed(notes=[
+        "made outside every module call (in the loss, or between the calls of the root module)",
+        "created in forward at m.py:3",
+        "output is not finite: made by SqrtBackward0 at m.py:4",
+        "DDP: this rank's gradient, before DDP averages it over the 2 ranks",
+        "a note",
+    ], tensors__0__note="the .grad this parameter already held when the backward started (not zeroed since?): x")
+    (read,) = read_trace_file(write(tmp_path, event)).events
+    assert [kind_of(n) for n in read.notes] == ["made_outside", "created_at", "not_finite", "grad_kind", "plain"]
+    assert read.notes[2].about == "output" and read.notes == event["notes"]  # the text is as it was
+    assert kind_of(read.tensors[0].note) == "held_grad"
+    # Written back, a Note is its text: the file reads the same.
+    path = tmp_path / "again.jsonl"
+    write_trace(path, records.TraceInfo(model="m.py", modules=[], loss="sum"), [read])
+    (again,) = read_trace_file(path).events
+    assert again == read and [kind_of(n) for n in again.notes] == [kind_of(n) for n in read.notes]
+    assert isinstance(again.notes[0], Note) and copy.deepcopy(again.notes[0]).kind == "made_outside"
+
+
+def test_there_is_one_list_of_hook_kinds():
+    from hooktui.engine.records import firing, trace_file
+
+    assert records.HOOK_KINDS is firing.HOOK_KINDS and trace_file.HOOKS is firing.HOOK_KINDS

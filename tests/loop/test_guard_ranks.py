@@ -9,12 +9,14 @@ import torch
 from torch import nn
 
 from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.records.notes import Note
 from hooktui.engine.records.records import Event, TensorRecord, TensorStats
 from hooktui.loop import guard_ranks
 from hooktui.loop.guard import _message
 
 NONFINITE = Breakpoint.nonfinite()
-FLAT_NOTE = ("FSDP1 FlatParameter holding 2.0.weight [8, 8], 2.0.bias [8]: this rank's unsharded gradient, before "
+# The notes grad_kinds.py and sharded.py make: the guard finds them by kind.
+FLAT_NOTE = Note("flat_param", "FSDP1 FlatParameter holding 2.0.weight [8, 8], 2.0.bias [8]: this rank's unsharded gradient, before "
              "FSDP's reduce-scatter (...); split back into those parameters")
 
 
@@ -45,9 +47,9 @@ def test_a_flat_gradient_bad_outside_every_part_is_said_as_such():
 
 
 def test_a_dtensor_gradient_is_said_to_be_this_ranks_shard():
-    note = ("DTensor: statistics and values are this rank's local part, shape [48, 96] at offset (48, 0), of a global "
+    note = Note("dtensor_local", "DTensor: statistics and values are this rank's local part, shape [48, 96] at offset (48, 0), of a global "
             "[96, 96]; placements (Shard(0)) on mesh (2,) on cpu, this rank at (1,)")
-    kind = ("FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over the ranks, FSDP2's default): "
+    kind = Note("grad_kind", "FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over the ranks, FSDP2's default): "
             "as .grad holds it")
     event = param_grad([record("weight.grad", [48, 96], nan=1, target="2.0.weight", note=note)], [kind])
     lines = guard_ranks.lines(event, NONFINITE, [], [])

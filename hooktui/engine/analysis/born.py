@@ -12,8 +12,8 @@ it is first *seen*; where it was *made* follows from the order hooks fire in:
   gradient) is not made it in its own backward. While a non-finite breakpoint is on, the
   engine also emits the autograd node that did it as a `node` firing (engine/capture/hunt.py),
   with the forward line that created the node: that is the first bad firing then.
-- a parameter's `.grad` that was already bad before the backward (a record
-  "… .grad before this backward", kept while hunting) came from outside this step.
+- a parameter's `.grad` that was already bad before the backward (a record whose note is
+  of kind "held_grad", kept while hunting) came from outside this step.
 - a `final_grad` (a parameter's `.grad` after DDP's or FSDP1's reduction) bad where this
   rank's own firings were not came from another rank.
 
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..records import firing
+from ..records import notes as note_kinds
 from ..records.records import Event, TensorRecord, firing_number
 from .breakpoints import Breakpoint
 
@@ -128,7 +129,7 @@ def _where(event: Event) -> str:
 
 def _made_by_notes(event: Event, name: str) -> list[str]:
     """The hunt's notes on where `name` was created (engine/capture/hunt.py), if any."""
-    return [note for note in event.notes if note.startswith(f"{name} is not finite")]
+    return [note for note in note_kinds.of_kind(event.notes, "not_finite") if note.about == name]
 
 
 def _born(event: Event, position: int, seen: int, tensor: TensorRecord, words: str, lines: list[str]) -> Born:
@@ -237,13 +238,13 @@ def _node(events, position, event, bad, bp) -> Born:
     computed = [(t, w) for t, w in bad if t.name.startswith("grad_inputs")] or bad
     tensor, words = computed[0]
     op = event.grad_fn or (event.node.name if event.node is not None else "an autograd node")
-    outside = any(note.startswith("made outside") for note in event.notes)
+    outside = bool(note_kinds.of_kind(event.notes, "made_outside"))
     where = "outside every module call (the loss, or code between module calls)" if outside else f"in the backward of {_who(event)}"
     lines = [f"Autograd node {op}, {where}, turned {_good(bp)} gradients into {words} in "
              f"{tensor.name} (the gradient for {tensor.target or '?'})."]
     if op in _OP_WHY:
         lines.append(f"Likely why: {_OP_WHY[op]}.")
-    lines += [note for note in event.notes if note.startswith(("created in forward", "the line that created"))]
+    lines += note_kinds.of_kind(event.notes, "created_at", "created_unknown")  # Notes: the guard says them in its words
     return _born(event, position, position, tensor, words, lines)
 
 
@@ -272,7 +273,7 @@ def _backward(events, position, event, bad, bp) -> Born:
 
 
 def _param_grad(events, position, event, bad, bp) -> Born:
-    before = [(t, w) for t, w in bad if t.extra and t.name.endswith("before this backward")]
+    before = [(t, w) for t, w in bad if t.extra and note_kinds.kind_of(t.note) == "held_grad"]
     if before:
         tensor, words = before[0]
         param = tensor.target or tensor.name

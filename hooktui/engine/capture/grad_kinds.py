@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..records.notes import Note
 from ..summaries import sharded
 from .wrappers import WRAPPED_BY
 
@@ -93,13 +94,13 @@ class GradKinds:
         ddp = self._ddp.get(id(param))
         if ddp is not None:
             if not self._all_reduces(ddp):
-                return [("DDP under no_sync() in the forward (where DDP decides): this rank's gradient, accumulated "
+                return [Note("grad_kind", "DDP under no_sync() in the forward (where DDP decides): this rank's gradient, accumulated "
                          "locally; no all-reduce in this backward")], []
-            return [f"DDP: this rank's gradient, before DDP averages it over the {_world(ddp)} "
-                    "(.grad holds that average once the backward ends)"], []
+            return [Note("grad_kind", f"DDP: this rank's gradient, before DDP averages it over the {_world(ddp)} "
+                         "(.grad holds that average once the backward ends)")], []
         if self._fsdp2 and sharded.is_dtensor(param):
-            return ["FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over the ranks, "
-                    "FSDP2's default): as .grad holds it"], []
+            return [Note("grad_kind", "FSDP2: this rank's shard of the gradient, after the reduce-scatter (averaged over "
+                         "the ranks, FSDP2's default): as .grad holds it")], []
         if _is_flat(param):
             return _flat(param, owner)
         return [], []
@@ -167,7 +168,7 @@ def _flat(param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
     if sizes is None or padding is None:
         sizes, padding = param._numels, [False] * len(param._numels)
     if grad is None or grad.dim() != 1 or grad.numel() < sum(sizes):
-        return [f"FSDP1 FlatParameter holding {held}: this rank's shard of their flattened gradient"], []
+        return [Note("flat_param", f"FSDP1 FlatParameter holding {held}: this rank's shard of their flattened gradient")], []
     pieces, at = [], 0
     own = iter(zip(fqns, param._shapes, param._numels))
     for size, is_padding in zip(sizes, padding):
@@ -177,7 +178,7 @@ def _flat(param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         at += size
     note = (f"FSDP1 FlatParameter holding {held}: this rank's unsharded gradient, before FSDP's reduce-scatter "
             "(all-reduce under NO_SHARD; .grad then holds this rank's shard of the average); split back into those parameters")
-    return [note], pieces
+    return [Note("flat_param", note)], pieces
 
 
 def _flat_finals(owner: str, flat: torch.Tensor, wrapper: nn.Module | None) -> list[FinalGrad]:

@@ -18,6 +18,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
 
+from ..records.notes import Note
 from ..records.records import SourceLocation
 from .grad_kinds import GradKinds
 from .host import ParamGradHost
@@ -89,8 +90,8 @@ class ParamGradHooks:
                 short = qualified.rpartition(".")[2]
                 self._bad_before[id(param)] = self.tracer.describe(
                     f"{short}.grad before this backward", param.grad, target=qualified, extra=True,
-                    note="the .grad this parameter already held when the backward started (not zeroed since?): "
-                    "this backward's gradient is added to it",
+                    note=Note("held_grad", "the .grad this parameter already held when the backward started (not zeroed "
+                              "since?): this backward's gradient is added to it"),
                 )
 
     def remove(self) -> None:

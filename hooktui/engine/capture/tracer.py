@@ -60,6 +60,7 @@ from ..autograd import nodes
 from ..autograd.node_hooks import GradWatch, NodeHooks
 from ..autograd.placement import Placement
 from ..records import firing
+from ..records.notes import Note
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall
 from ..summaries import sharded, stats
@@ -846,11 +847,11 @@ class Tracer:
     def _born_node_fields(self, node, call, tensors: list[TensorRecord], line: SourceLocation | None) -> dict:
         op = nodes.name_of(node)
         notes = [f"the first autograd node whose gradients are not finite while those it received are: {op}"]
-        notes.append(f"created in forward at {hunt.short(line)}" if line is not None
-                     else "the line that created it is unknown (the non-finite breakpoint was set after the forward pass, "
-                     "or the op is hooktui's default loss)")
+        notes.append(Note("created_at", f"created in forward at {hunt.short(line)}") if line is not None
+                     else Note("created_unknown", "the line that created it is unknown (the non-finite breakpoint was set "
+                               "after the forward pass, or the op is hooktui's default loss)"))
         if call is None:
-            notes.append("made outside every module call (in the loss, or between the calls of the root module)")
+            notes.append(Note("made_outside", "made outside every module call (in the loss, or between the calls of the root module)"))
             return dict(hook="node", module=self.model, call=max(self._counts.get("", 1) - 1, 0), tensors=tensors,
                         node=node, source=line, notes=notes)
         return dict(hook="node", module=call.module, call=call.index, tensors=tensors, node=node,
@@ -1005,11 +1006,11 @@ def _node_notes(made_by: list[tuple[str, Any]], records: list[TensorRecord]) -> 
             continue
         line = hunt.creation_line(node)
         if node is None:
-            notes.append(f"{name} is not finite and was made with no grad_fn (no autograd history)")
+            notes.append(Note("not_finite", f"{name} is not finite and was made with no grad_fn (no autograd history)", about=name))
         elif line is not None:
-            notes.append(f"{name} is not finite: made by {nodes.name_of(node)} at {hunt.short(line)}")
+            notes.append(Note("not_finite", f"{name} is not finite: made by {nodes.name_of(node)} at {hunt.short(line)}", about=name))
         else:
-            notes.append(f"{name} is not finite: made by {nodes.name_of(node)}")
+            notes.append(Note("not_finite", f"{name} is not finite: made by {nodes.name_of(node)}", about=name))
     return notes or None
 
 

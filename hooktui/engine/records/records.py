@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
+from .firing import HOOK_KINDS  # noqa: F401  (every kind a firing may have: firing.py is the one list)
+from .notes import Note, joined
 from .user_hook_records import UserHookCall, UserHookInfo
 
 PHASES = ("forward", "backward")
-# Hook kinds, in the order a reader meets them. `error` is the last event of a run
-# whose model raised.
-HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "error")
 # How a record says that hooktui's own summary of its tensor failed (engine/capture/contain.py).
 SUMMARY_FAILED = "hooktui could not summarise this tensor"
 
@@ -74,7 +73,7 @@ class TensorRecord:
     values: list[float] | None = None
     values_shape: list[int] | None = None
     missing: str | None = None
-    note: str | None = None
+    note: str | None = None  # text, or a Note of a kind (records/notes.py: held_grad, dtensor_local)
     # Shown beyond PyTorch's own hook arguments (e.g. the gradient of a tensor nested in an
     # output tuple, where PyTorch's grad_output slot is None): never under a PyTorch slot name.
     extra: bool = False
@@ -136,7 +135,7 @@ class LazyTensorRecord(TensorRecord):
     def _failed(self, exc: Exception) -> _FailedSummary:
         text = str(exc).strip().splitlines()
         why = f"{SUMMARY_FAILED}: {type(exc).__name__}" + (f": {text[0]}" if text else "")
-        self.note = why if not self.note else f"{self.note}; {why}"
+        self.note = joined(self.note, why)
         failed = self._summary = _FailedSummary()
         return failed
 
@@ -237,7 +236,8 @@ class Event:
     node: NodeRecord | None = None
     # Backward firings: index of the forward firing (kind "forward") of the same call.
     forward_index: int | None = None
-    # Facts worth saying about this firing, e.g. why it fired early.
+    # Facts worth saying about this firing, e.g. why it fired early: text, or a Note (text with
+    # a kind, records/notes.py) where another part of hooktui acts on the fact.
     notes: list[str] = field(default_factory=list)
     error: ErrorRecord | None = None
     # `user_hook` firings: which of the model's own hooks ran and what it did (user_hooks.py).
@@ -368,7 +368,7 @@ class TraceInfo:
         return _build(cls, data)
 
 
-_ATOMS = frozenset((str, int, float, bool, type(None)))
+_ATOMS = frozenset((str, int, float, bool, type(None), Note))  # a Note is its text, with a kind: kept as it is
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 

@@ -1,15 +1,22 @@
 """Trace files: JSON lines, a header line then one event per line. Plain JSON only
 (never pickle): a trace may come from someone else.
 
-Reading treats the file as hostile. Every field of every record is checked against SCHEMA
-(type, range, length) before a record is built; lines, strings, lists and nesting are
-capped; a block of values must be exactly as long as its shape says, so nothing is ever
-allocated from a size the file merely claims. The first problem found is reported as one
-TraceFileError naming the line and the field. (Control characters in strings are allowed
+Reading treats the file as hostile. A line is read only up to LINE_MAX bytes, then msgspec
+decodes it, in C, straight into the typed, bounded structs below (one annotated field per
+record field: its type, its range, its length; unknown fields refused), and only then are
+the records built from them. A block of values must be exactly as long as its shape says,
+so nothing is ever allocated from a size the file merely claims. A line msgspec refuses
+is explained once, in words, by walking the same typed schema over the line (`_explain`):
+one TraceFileError naming the line and the field, as `run.jsonl:7: tensors[0].stats.min:
+expected a number, got the string 'abc'`. (Control characters in strings are allowed
 here; whoever shows them makes them visible: hooktui/visible.py.)
 
-Adding a field to a record: give it a default in records.py and one line in SCHEMA below
-(tests/engine/test_trace_schema.py fails until every field has one).
+Adding a field to a record: give it a default in records.py and one line, in the same
+place, in its struct below (the module refuses to import until the two agree).
+
+Notes were sentences before they had kinds (records.Note): a note is still written as its
+text, and the sentences the engine writes are given their kind here, once, as a line is
+read (`notes.typed`).
 
 Writing is atomic: a temporary file in the same folder, then a rename over the target, so
 a full disk or a crash leaves any previous file as it was.
@@ -23,12 +30,19 @@ import math
 import os
 import stat
 import tempfile
-import threading
-from collections.abc import Callable, Mapping, Sequence
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any, Literal, Union
 
+import msgspec
+from msgspec import Meta, Struct
+from msgspec.structs import astuple
+
+from . import notes as note_kinds
+from .firing import HOOK_KINDS
 from .ranks import RANK_MAX
 from .records import PHASES, ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from .source_lines import lines_near
@@ -43,7 +57,12 @@ NAME_MAX = 1_000  # characters in a name: module, type, tensor, dtype, device, n
 TEXT_MAX = 20_000  # characters in a note, a message, a source line, a label
 TRACEBACK_MAX = 200_000
 PATH_MAX = 4_096
-INT_DIGITS_MAX = 20  # JSON integers longer than this are refused before Python parses them
+# JSON integers longer than this are refused before Python parses them (Python's int() of a long
+# digit string is quadratic). msgspec parses numbers in C, in one pass: it refuses an integer
+# past 2**64 where the schema wants an integer, and reads a long one as a float where it wants a
+# number (refused past a float's range); a line it refuses is parsed by Python with this limit.
+INT_DIGITS_MAX = 20
+INT_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1
 DIMS_MAX = 64  # dimensions of a shape
 VALUES_MAX = 1 << 16  # values kept for one tensor
@@ -56,7 +75,7 @@ PARAMS_MAX = 10_000
 SOURCE_FILES_MAX = 10_000
 SOURCE_LINES_MAX = 100_000  # stored lines per file
 
-HOOKS = ("forward_pre", "forward", "backward_pre", "backward", "param_grad", "final_grad", "legacy_backward", "node_pre", "node", "user_hook", "error")
+HOOKS = HOOK_KINDS  # every kind a firing may have (engine/records/firing.py)
 
 
 class TraceFileError(Exception):
@@ -73,7 +92,195 @@ class LoadedTrace:
     headerless: bool = False
 
 
-# -- checks: each takes a JSON value and returns what the record holds, or raises _Invalid --
+# -- the schema: what each field may hold ---------------------------------------------------
+def _int(low: int = 0, high: int = INT_MAX) -> Any:
+    if high > INT_MAX:  # msgspec bounds fit an int64; past it, its own limit is the uint64's
+        assert high == UINT64_MAX
+        return Annotated[int, Meta(ge=low), _UINT64]
+    return Annotated[int, Meta(ge=low, le=high)]
+
+
+_UINT64 = "up to 2**64-1"  # an integer msgspec reads up to UINT64_MAX (_explain's bound)
+
+
+def _text(limit: int) -> Any:
+    return Annotated[str, Meta(max_length=limit)]
+
+
+def _list(item: Any, limit: int) -> Any:
+    return Annotated[list[item], Meta(max_length=limit)]
+
+
+def _dict(key: Any, value: Any, limit: int) -> Any:
+    return Annotated[dict[key, value], Meta(max_length=limit)]
+
+
+# JSON has no NaN or Infinity: writers spell them "nan", "inf", "-inf" (see _finite).
+_NON_FINITE = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
+Number = Union[float, Literal[tuple(_NON_FINITE)]]
+Count = _int()
+Shape = _list(Count, DIMS_MAX)
+Name = _text(NAME_MAX)
+Text = _text(TEXT_MAX)
+PathText = _text(PATH_MAX)
+LineNumber = _int(1, 999_999_999)  # a key of the header's stored source lines ("12")
+Phase = Literal[PHASES]
+Hook = Literal[HOOKS]
+
+
+class _Record(Struct, forbid_unknown_fields=True):
+    """A record as a line holds it; `RECORD` names the records.py class it becomes."""
+
+
+class _Stats(_Record):
+    count: Count
+    finite: Count = 0
+    min: Number | None = None
+    max: Number | None = None
+    mean: Number | None = None
+    std: Number | None = None
+    absmax: Number | None = None
+    norm: Number | None = None
+    nan: Count = 0
+    posinf: Count = 0
+    neginf: Count = 0
+    zeros: Count = 0
+    nonfinite: Count = 0
+    hist: _list(Count, 4_096) = []
+    hist_range: _list(Number, 2) | None = None
+    approx: bool = False
+    sampled: Count = 0
+    of: Literal["values", "abs"] = "values"
+    hist_sampled: Count = 0
+
+
+class _Tensor(_Record):
+    name: Name
+    shape: Shape | None
+    dtype: Name | None = None
+    device: Name | None = None
+    requires_grad: bool | None = None
+    grad_fn: Name | None = None
+    target: Name | None = None
+    stats: _Stats | None = None
+    values: _list(Number, VALUES_MAX) | None = None
+    values_shape: Shape | None = None
+    missing: Text | None = None
+    note: Text | None = None
+    extra: bool = False
+
+
+class _Node(_Record):
+    name: Name
+    seq_nr: _int(0, UINT64_MAX) | None = None
+    next: _list(Union["_Node", None], NEXT_MAX) = []
+    saved: _dict(Name, Union[Shape, Text], NEXT_MAX) = {}  # a shape, or a value as text
+    truncated: bool = False
+
+
+class _Source(_Record):
+    filename: PathText
+    lineno: _int(0, 10**9)
+    function: Name
+    line: Text = ""
+
+
+class _Error(_Record):
+    type: Name
+    message: Text
+    traceback: _text(TRACEBACK_MAX)
+
+
+class _HookInfo(_Record):
+    id: Count
+    kind: Literal[tuple(KIND_TEXT)]
+    owner: Name
+    function: Name
+    filename: PathText | None = None
+    lineno: Count | None = None
+    module: Name | None = None
+    flags: _list(Name, NOTES_MAX) = []
+    registered_at: PathText | None = None
+
+
+class _HookCall(_Record):
+    hook: _HookInfo
+    returned: Literal["None", "same", "replaced", "raised"] = "None"
+    changes: _list(Text, NOTES_MAX) = []
+    error: Text | None = None
+
+
+class _Event(_Record):
+    index: Count
+    phase: Phase
+    hook: Hook
+    module: Name
+    module_type: Name
+    call: Count
+    grad_fn: Name | None = None
+    tensors: _list(_Tensor, TENSORS_MAX) = []
+    source: _Source | None = None
+    node: _Node | None = None
+    forward_index: Count | None = None
+    notes: _list(Text, NOTES_MAX) = []
+    error: _Error | None = None
+    user_hook: _HookCall | None = None
+    sub: Count = 0
+
+
+class _Module(_Record):
+    name: Name
+    type: Name
+    params: _dict(Name, Shape, PARAMS_MAX) = {}
+    raw_name: Name | None = None
+
+
+class _Info(_Record):
+    model: PathText
+    modules: _list(_Module, MODULES_MAX)
+    loss: Text
+    device: Name = "cpu"
+    torch_version: Name = ""
+    stopped_at: Count | None = None
+    rank: _int(0, RANK_MAX) | None = None
+    world_size: _int(1, RANK_MAX) | None = None
+    stopped_sub: Count = 0
+
+
+# The header's stored source lines: {filename: {"12": line}}.
+Sources = _dict(PathText, _dict(LineNumber, Text, SOURCE_LINES_MAX), SOURCE_FILES_MAX)
+
+
+class _Stopped(_Record):
+    """`trace --json`'s last record after a value breakpoint: {"stopped": {"index",
+    "breakpoint", "reason", "born"}} ("sub" too where the firing has a sub-number). Only
+    the number is kept (the app says why it stopped from the firings)."""
+
+    index: Count
+    sub: Count = 0
+    breakpoint: Text = ""
+    reason: Text = ""
+    born: Any = None
+
+
+# Each record and the struct it is read as: the same fields, in the same order.
+SCHEMA: dict[type, type[_Record]] = {
+    TensorStats: _Stats, TensorRecord: _Tensor, NodeRecord: _Node, SourceLocation: _Source, ErrorRecord: _Error,
+    Event: _Event, UserHookCall: _HookCall, UserHookInfo: _HookInfo, ModuleInfo: _Module, TraceInfo: _Info,
+}
+_NAMES: dict[type, str] = {struct: record.__name__ for record, struct in SCHEMA.items()} | {_Stopped: "stopped"}
+for _record, _struct in SCHEMA.items():
+    _wanted = tuple(f.name for f in dataclasses.fields(_record))
+    if _struct.__struct_fields__ != _wanted:
+        raise TypeError(f"trace_file: the struct for {_record.__name__} has fields {_struct.__struct_fields__}, the record {_wanted}")
+    for _field, _default in zip(reversed(dataclasses.fields(_record)), reversed(_struct.__struct_defaults__)):
+        _made = _default.factory() if isinstance(_default, msgspec._core.Factory) else _default
+        _same = _field.default_factory() if _field.default_factory is not dataclasses.MISSING else _field.default
+        if _made != _same:
+            raise TypeError(f"trace_file: {_record.__name__}.{_field.name} defaults to {_same!r}, its struct to {_made!r}")
+
+
+# -- from structs to records ------------------------------------------------------------------
 class _Invalid(Exception):
     def __init__(self, what: str, where: str = "") -> None:
         super().__init__(what)
@@ -85,9 +292,102 @@ class _Invalid(Exception):
         return self
 
 
-Check = Callable[[Any], Any]
+def _numbers(values: list) -> list[float]:
+    """Numbers as floats: "nan", "inf", "-inf" as what they spell (a list of plain floats,
+    the usual case, as it is)."""
+    if set(map(type, values)) <= {float}:
+        return values
+    return [_NON_FINITE[v] if type(v) is str else float(v) for v in values]
 
 
+def _number(value: Any) -> float | None:
+    return _NON_FINITE[value] if type(value) is str else value
+
+
+def _stats(s: _Stats) -> TensorStats:
+    fields = astuple(s)
+    if not set(map(type, fields[2:8])) <= {float, type(None)}:
+        fields = (*fields[:2], *map(_number, fields[2:8]), *fields[8:])
+    stats = TensorStats(*fields)
+    if stats.hist_range is not None:
+        stats.hist_range = _numbers(stats.hist_range)
+    return stats
+
+
+def _values_fit(shape: list[int] | None, values: list | None, values_shape: list[int] | None) -> None:
+    """The kept block must hold exactly as many values as its shape says: the values pane
+    indexes by that shape, and must never be asked to allocate what the file only claims."""
+    if (values is None) != (values_shape is None):
+        raise _Invalid("values and values_shape come together (both or neither)", ".values_shape")
+    if values is not None and math.prod(values_shape) != len(values):
+        raise _Invalid(f"values_shape {values_shape} needs {math.prod(values_shape)} values, the record holds {len(values)}",
+                       ".values_shape")
+    if values_shape is not None and shape is not None and (
+        len(shape) != len(values_shape) or any(k > n for k, n in zip(values_shape, shape))
+    ):
+        # The block is t[:k0, :k1, ...]: never larger than the tensor, in any dimension.
+        raise _Invalid(f"values_shape {values_shape} is not a leading block of shape {shape}", ".values_shape")
+
+
+def _rank_fits(rank: int | None, world_size: int | None) -> None:
+    """A world size comes with a rank, and every rank is below it."""
+    if world_size is None:
+        return
+    if rank is None:
+        raise _Invalid("world_size without a rank", ".world_size")
+    if rank >= world_size:
+        raise _Invalid(f"rank {rank} of a world of {world_size}: ranks run from 0 to {world_size - 1}", ".rank")
+
+
+def _tensor(t: _Tensor) -> TensorRecord:
+    values = t.values
+    if values is not None or t.values_shape is not None:
+        _values_fit(t.shape, values, t.values_shape)
+        values = _numbers(values)
+    return TensorRecord(t.name, t.shape, t.dtype, t.device, t.requires_grad, t.grad_fn, t.target,
+                        None if t.stats is None else _stats(t.stats), values, t.values_shape, t.missing,
+                        None if t.note is None else note_kinds.typed_tensor_note(t.note), t.extra)
+
+
+def _node(n: _Node, depth: int = 1) -> NodeRecord:
+    if depth > NODE_DEPTH_MAX:
+        raise _Invalid(f"records nested more than {NODE_DEPTH_MAX} levels deep")
+    if n.seq_nr is not None and n.seq_nr > UINT64_MAX:  # msgspec's int past an int64 is not bounded
+        raise _Invalid("seq_nr above 2**64-1")
+    nexts = [None if m is None else _node(m, depth + 1) for m in n.next] if n.next else []
+    return NodeRecord(n.name, n.seq_nr, nexts, n.saved, n.truncated)
+
+
+def _hook_call(c: _HookCall) -> UserHookCall:
+    return UserHookCall(UserHookInfo(*astuple(c.hook)), c.returned, c.changes, c.error)
+
+
+def _to_event(e: _Event) -> Event:
+    return Event(
+        e.index, e.phase, e.hook, e.module, e.module_type, e.call, e.grad_fn,
+        [_tensor(t) for t in e.tensors] if e.tensors else [],
+        None if e.source is None else SourceLocation(*astuple(e.source)),
+        None if e.node is None else _node(e.node),
+        e.forward_index,
+        note_kinds.typed(e.notes) if e.notes else [],
+        None if e.error is None else ErrorRecord(*astuple(e.error)),
+        None if e.user_hook is None else _hook_call(e.user_hook),
+        e.sub,
+    )
+
+
+def _to_info(i: _Info) -> TraceInfo:
+    _rank_fits(i.rank, i.world_size)
+    modules = [ModuleInfo(*astuple(m)) for m in i.modules]
+    return TraceInfo(i.model, modules, i.loss, i.device, i.torch_version, i.stopped_at, i.rank, i.world_size, i.stopped_sub)
+
+
+_EVENTS = msgspec.json.Decoder(_Event)
+_INFO = msgspec.json.Decoder(_Info)
+
+
+
+# -- a refused line, in words -------------------------------------------------------------
 def _got(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 30 else value[:30] + "…"
@@ -101,333 +401,179 @@ def _got(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def integer(low: int = 0, high: int = 2**63 - 1) -> Check:
-    def check(value: Any) -> int:
+def _limits(tp: Any) -> tuple[Any, dict[str, Any]]:
+    """A type without its Annotated metadata, and msgspec's bounds on it (ge, le, max_length)."""
+    bounds: dict[str, Any] = {}
+    while typing.get_origin(tp) is Annotated:
+        for meta in tp.__metadata__:
+            if meta is _UINT64:
+                bounds["le"] = UINT64_MAX
+            elif isinstance(meta, Meta):
+                bounds.update({k: getattr(meta, k) for k in ("ge", "le", "max_length") if getattr(meta, k) is not None})
+        tp = tp.__origin__
+    return tp, bounds
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(struct: type[Struct]) -> dict[str, Any]:
+    if struct not in _HINTS:
+        _HINTS[struct] = typing.get_type_hints(struct, include_extras=True)
+    return _HINTS[struct]
+
+
+def _explain(tp: Any, value: Any, depth: int = 0) -> None:
+    """Raise _Invalid for the first thing in `value` (JSON, as json.loads makes it) that
+    the typed schema `tp` refuses, in the words a user reads; return if there is none."""
+    tp, bounds = _limits(tp)
+    if tp is Any:
+        return
+    if isinstance(tp, type) and issubclass(tp, Struct):
+        _explain_record(tp, value, depth)
+        return
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp == Number or origin in (Union, types.UnionType) and float in args:  # `Number | None` is one flat Union
+        if value is None and type(None) in args:
+            return
+        if not (type(value) in (float, int) or type(value) is str and value in _NON_FINITE):
+            raise _Invalid(f"expected a number, got {_got(value)}")
+    elif origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        choices = [a for a in args if a is not type(None)]
+        problems = []
+        for choice in choices:
+            try:
+                _explain(choice, value, depth)
+                return
+            except _Invalid as exc:
+                if len(choices) == 1:
+                    raise
+                problems.append(exc.what)
+        raise _Invalid(" or ".join(problems))
+    elif origin is Literal:
+        if type(value) is not str or value not in args:
+            raise _Invalid(f"expected one of {', '.join(args)}, got {_got(value)}")
+    elif tp is bool:
+        if type(value) is not bool:
+            raise _Invalid(f"expected true or false, got {_got(value)}")
+    elif tp is int:
+        low, high = bounds.get("ge", -INT_MAX - 1), bounds.get("le", INT_MAX)
         if type(value) is not int or not low <= value <= high:
             raise _Invalid(f"expected an integer from {low} to {high}, got {_got(value)}")
-        return value
-
-    return check
-
-
-_NON_FINITE = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf, "-inf": -math.inf, "-Infinity": -math.inf}
-
-
-def number(value: Any) -> float:
-    """A float; JSON has no NaN or Infinity, so writers spell them "nan", "inf", "-inf"."""
-    kind = type(value)
-    if kind is float or kind is int:
-        return float(value)
-    if kind is str and value in _NON_FINITE:
-        return _NON_FINITE[value]
-    raise _Invalid(f"expected a number, got {_got(value)}")
-
-
-def numbers(limit: int) -> Check:
-    """A list of numbers; a list of plain floats (the usual case) is checked in one pass."""
-
-    def check(value: Any) -> list[float]:
-        if type(value) is not list:
-            raise _Invalid(f"expected a list of numbers, got {_got(value)}")
-        if len(value) > limit:
-            raise _Invalid(f"{len(value)} numbers, more than the {limit} a trace may hold")
-        if set(map(type, value)) <= {float}:
-            return value
-        out = []
-        for i, item in enumerate(value):
-            try:
-                out.append(number(item))
-            except _Invalid as exc:
-                raise exc.inside(f"[{i}]") from None
-        return out
-
-    return check
-
-
-def boolean(value: Any) -> bool:
-    if type(value) is not bool:
-        raise _Invalid(f"expected true or false, got {_got(value)}")
-    return value
-
-
-def text(limit: int) -> Check:
-    def check(value: Any) -> str:
+    elif tp is str:
         if type(value) is not str:
             raise _Invalid(f"expected a string, got {_got(value)}")
-        if len(value) > limit:
-            raise _Invalid(f"a string of {len(value)} characters, more than the {limit} this field may hold")
-        return value
-
-    return check
-
-
-def one_of(*choices: str) -> Check:
-    def check(value: Any) -> str:
-        if value not in choices or type(value) is not str:
-            raise _Invalid(f"expected one of {', '.join(choices)}, got {_got(value)}")
-        return value
-
-    return check
-
-
-def optional(inner: Check) -> Check:
-    def check(value: Any) -> Any:
-        return None if value is None else inner(value)
-
-    return check
-
-
-def list_of(inner: Check, limit: int) -> Check:
-    def check(value: Any) -> list:
+        if len(value) > bounds["max_length"]:
+            raise _Invalid(f"a string of {len(value)} characters, more than the {bounds['max_length']} this field may hold")
+    elif origin is list:
+        (item,) = args
+        limit = bounds["max_length"]
         if type(value) is not list:
-            raise _Invalid(f"expected a list, got {_got(value)}")
+            raise _Invalid(f"expected a list{' of numbers' if item == Number else ''}, got {_got(value)}")
         if len(value) > limit:
-            raise _Invalid(f"a list of {len(value)} items, more than the {limit} this field may hold")
-        out = []
-        for i, item in enumerate(value):
+            raise _Invalid(f"{len(value)} numbers, more than the {limit} a trace may hold" if item == Number
+                           else f"a list of {len(value)} items, more than the {limit} this field may hold")
+        for i, one in enumerate(value):
             try:
-                out.append(inner(item))
+                _explain(item, one, depth)
             except _Invalid as exc:
                 raise exc.inside(f"[{i}]") from None
-        return out
-
-    return check
-
-
-def dict_of(key: Check, inner: Check, limit: int) -> Check:
-    def check(value: Any) -> dict:
+    elif origin is dict:
+        key_type, item = args
+        limit = bounds["max_length"]
         if type(value) is not dict:
             raise _Invalid(f"expected an object, got {_got(value)}")
         if len(value) > limit:
             raise _Invalid(f"an object of {len(value)} keys, more than the {limit} this field may hold")
-        out = {}
-        for k, item in value.items():
+        for key, one in value.items():
             try:
-                out[key(k)] = inner(item)
+                _explain(item, one, depth)  # the value first, then its key (as the hand-written checks did)
+                if _limits(key_type)[0] is int:  # a line number, written as a string
+                    if not key.isdigit() or len(key) > 9 or key == "0" * len(key) or key != str(int(key)):
+                        raise _Invalid(f"expected a line number, got {_got(key)}")
+                else:
+                    _explain(key_type, key, depth)
             except _Invalid as exc:
-                raise exc.inside(f"[{k[:40]!r}]") from None
-        return out
-
-    return check
-
-
-def either(*checks: Check) -> Check:
-    def check(value: Any) -> Any:
-        problems = []
-        for inner in checks:
-            try:
-                return inner(value)
-            except _Invalid as exc:
-                problems.append(exc.what)
-        raise _Invalid(" or ".join(problems))
-
-    return check
+                raise exc.inside(f"[{key[:40]!r}]") from None
+    else:  # pragma: no cover - a type the schema above does not use
+        raise TypeError(f"trace_file._explain: no words for {tp!r}")
 
 
-_depth = threading.local()
-
-
-def record(cls: type) -> Check:
-    """A nested record, checked against SCHEMA[cls]; nesting is capped (a node tree)."""
-
-    def check(value: Any) -> Any:
-        level = getattr(_depth, "level", 0)
-        if level >= NODE_DEPTH_MAX:
-            raise _Invalid(f"records nested more than {NODE_DEPTH_MAX} levels deep")
-        _depth.level = level + 1
+def _explain_record(struct: type[Struct], value: Any, depth: int) -> None:
+    name = _NAMES[struct]
+    if depth > NODE_DEPTH_MAX:
+        raise _Invalid(f"records nested more than {NODE_DEPTH_MAX} levels deep")
+    if type(value) is not dict:
+        raise _Invalid(f"expected an object{f' ({name})' if struct is not _Stopped else ''}, got {_got(value)}")
+    hints = _hints(struct)
+    for key, one in value.items():
+        if key not in hints:
+            raise _Invalid(f"unknown field {str(key)[:40]!r} for {name}")
         try:
-            return build(cls, value)
-        finally:
-            _depth.level = level
-
-    return check
-
-
-COUNT = integer()
-SHAPE = list_of(integer(), DIMS_MAX)
-NAME = text(NAME_MAX)
-
-# One entry per field of every record: adding a field to a record is one line here.
-SCHEMA: dict[type, dict[str, Check]] = {
-    TensorStats: {
-        "count": COUNT,
-        "finite": COUNT,
-        "min": optional(number),
-        "max": optional(number),
-        "mean": optional(number),
-        "std": optional(number),
-        "absmax": optional(number),
-        "norm": optional(number),
-        "nan": COUNT,
-        "posinf": COUNT,
-        "neginf": COUNT,
-        "zeros": COUNT,
-        "hist_sampled": COUNT,
-        "nonfinite": COUNT,
-        "hist": list_of(COUNT, 4_096),
-        "hist_range": optional(numbers(2)),
-        "approx": boolean,
-        "sampled": COUNT,
-        "of": one_of("values", "abs"),
-    },
-    TensorRecord: {
-        "name": NAME,
-        "shape": optional(SHAPE),
-        "dtype": optional(NAME),
-        "device": optional(NAME),
-        "requires_grad": optional(boolean),
-        "grad_fn": optional(NAME),
-        "target": optional(NAME),
-        "stats": optional(record(TensorStats)),
-        "values": optional(numbers(VALUES_MAX)),
-        "values_shape": optional(SHAPE),
-        "missing": optional(text(TEXT_MAX)),
-        "note": optional(text(TEXT_MAX)),
-        "extra": boolean,
-    },
-    NodeRecord: {
-        "name": NAME,
-        "seq_nr": optional(integer(0, UINT64_MAX)),
-        "next": list_of(optional(record(NodeRecord)), NEXT_MAX),
-        "saved": dict_of(NAME, either(SHAPE, text(TEXT_MAX)), NEXT_MAX),  # a shape, or a value as text
-        "truncated": boolean,
-    },
-    SourceLocation: {
-        "filename": text(PATH_MAX),
-        "lineno": integer(0, 10**9),
-        "function": NAME,
-        "line": text(TEXT_MAX),
-    },
-    ErrorRecord: {
-        "type": NAME,
-        "message": text(TEXT_MAX),
-        "traceback": text(TRACEBACK_MAX),
-    },
-    Event: {
-        "index": COUNT,
-        "phase": one_of(*PHASES),
-        "hook": one_of(*HOOKS),
-        "module": NAME,
-        "module_type": NAME,
-        "call": COUNT,
-        "grad_fn": optional(NAME),
-        "tensors": list_of(record(TensorRecord), TENSORS_MAX),
-        "source": optional(record(SourceLocation)),
-        "node": optional(record(NodeRecord)),
-        "forward_index": optional(COUNT),
-        "notes": list_of(text(TEXT_MAX), NOTES_MAX),
-        "error": optional(record(ErrorRecord)),
-        "user_hook": optional(record(UserHookCall)),
-        "sub": COUNT,
-    },
-    UserHookCall: {
-        "hook": record(UserHookInfo),
-        "returned": one_of("None", "same", "replaced", "raised"),
-        "changes": list_of(text(TEXT_MAX), NOTES_MAX),
-        "error": optional(text(TEXT_MAX)),
-    },
-    UserHookInfo: {
-        "id": COUNT,
-        "kind": one_of(*KIND_TEXT),
-        "owner": NAME,
-        "function": NAME,
-        "filename": optional(text(PATH_MAX)),
-        "lineno": optional(COUNT),
-        "module": optional(NAME),
-        "flags": list_of(NAME, NOTES_MAX),
-        "registered_at": optional(text(PATH_MAX)),
-    },
-    ModuleInfo: {
-        "name": NAME,
-        "type": NAME,
-        "params": dict_of(NAME, SHAPE, PARAMS_MAX),
-        "raw_name": optional(NAME),
-    },
-    TraceInfo: {
-        "model": text(PATH_MAX),
-        "modules": list_of(record(ModuleInfo), MODULES_MAX),
-        "loss": text(TEXT_MAX),
-        "device": NAME,
-        "torch_version": NAME,
-        "stopped_at": optional(COUNT),
-        "stopped_sub": COUNT,
-        "rank": optional(integer(0, RANK_MAX)),
-        "world_size": optional(integer(1, RANK_MAX)),
-    },
-}
-
-
-def _values_fit(tensor: TensorRecord) -> None:
-    """The kept block must hold exactly as many values as its shape says: the values pane
-    indexes by that shape, and must never be asked to allocate what the file only claims."""
-    if (tensor.values is None) != (tensor.values_shape is None):
-        raise _Invalid("values and values_shape come together (both or neither)", ".values_shape")
-    if tensor.values is not None and math.prod(tensor.values_shape) != len(tensor.values):
-        raise _Invalid(
-            f"values_shape {tensor.values_shape} needs {math.prod(tensor.values_shape)} values, the record holds {len(tensor.values)}",
-            ".values_shape",
-        )
-    shape = tensor.shape
-    if tensor.values_shape is not None and shape is not None and (
-        len(shape) != len(tensor.values_shape) or any(k > n for k, n in zip(tensor.values_shape, shape))
-    ):
-        # The block is t[:k0, :k1, ...]: never larger than the tensor, in any dimension.
-        raise _Invalid(f"values_shape {tensor.values_shape} is not a leading block of shape {shape}", ".values_shape")
-
-
-def _rank_fits(info: TraceInfo) -> None:
-    """A world size comes with a rank, and every rank is below it."""
-    if info.world_size is None:
-        return
-    if info.rank is None:
-        raise _Invalid("world_size without a rank", ".world_size")
-    if info.rank >= info.world_size:
-        raise _Invalid(f"rank {info.rank} of a world of {info.world_size}: ranks run from 0 to {info.world_size - 1}", ".rank")
-
-
-# Checks across the fields of one record, after each field passed its own.
-AFTER: dict[type, Callable[[Any], None]] = {TensorRecord: _values_fit, TraceInfo: _rank_fits}
-
-
-def build(cls: type, data: Any) -> Any:
-    """A `cls` record from JSON `data`, every field checked; raises _Invalid."""
-    if type(data) is not dict:
-        raise _Invalid(f"expected an object ({cls.__name__}), got {_got(data)}")
-    schema = SCHEMA[cls]
-    kwargs = {}
-    for key, value in data.items():
-        check = schema.get(key) if type(key) is str else None
-        if check is None:
-            raise _Invalid(f"unknown field {str(key)[:40]!r} for {cls.__name__}")
-        try:
-            kwargs[key] = check(value)
+            _explain(hints[key], one, depth + 1)
         except _Invalid as exc:
             raise exc.inside(f".{key}") from None
-    for required in _REQUIRED[cls]:
-        if required not in kwargs:
-            raise _Invalid(f"missing field {required!r} of {cls.__name__}")
-    built = cls(**kwargs)
-    after = AFTER.get(cls)
-    if after is not None:
-        after(built)
-    return built
+    for required in struct.__struct_fields__[: len(struct.__struct_fields__) - len(struct.__struct_defaults__)]:
+        if required not in value:
+            raise _Invalid(f"missing field {required!r} of {name}")
+    if struct is _Tensor:
+        _values_fit(value.get("shape"), value.get("values"), value.get("values_shape"))
+    elif struct is _Info:
+        _rank_fits(value.get("rank"), value.get("world_size"))
 
 
-_REQUIRED = {
-    cls: [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    for cls in SCHEMA
-}
-
-# The header line: {"format", "version", "info", "sources"}.
-def line_number(key: Any) -> int:
-    """A JSON object key that is a line number ("12")."""
-    if type(key) is not str or not key.isdigit() or len(key) > 9 or key == "0" * len(key):
-        raise _Invalid(f"expected a line number, got {_got(key)}")
-    return int(key)
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > INT_DIGITS_MAX:
+        raise _Invalid(f"an integer of {len(digits)} digits, more than the {INT_DIGITS_MAX} a trace may hold")
+    return int(digits)
 
 
-# The header's stored source lines: {filename: {"12": line}}.
-SOURCES = dict_of(text(PATH_MAX), dict_of(line_number, text(TEXT_MAX), SOURCE_LINES_MAX), SOURCE_FILES_MAX)
+def _parse(path: Path, number: int, line: bytes) -> Any:
+    """A line as plain JSON (the header, and the words for a refused line)."""
+    try:
+        return json.loads(line.decode("utf-8"), parse_int=_parse_int)
+    except UnicodeDecodeError:
+        raise TraceFileError(f"{path}:{number}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+    except _Invalid as exc:
+        raise TraceFileError(f"{path}:{number}: {exc.what}") from None
+    except RecursionError:
+        raise TraceFileError(f"{path}:{number}: JSON nested too deeply for a trace line") from None
+
+
+def _decoded_event(line: bytes) -> Event | None:
+    """The line's firing, or None where the fast path cannot say (then `_event` says why)."""
+    try:
+        return _to_event(_EVENTS.decode(line))
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, _Invalid):
+        return None
+
+
+def _event(path: Path, number: int, line: bytes) -> Event:
+    event = _decoded_event(line)
+    return event if event is not None else _slow_event(path, number, line)
+
+
+def _slow_event(path: Path, number: int, line: bytes) -> Event:
+    """A line the fast path refused: the first problem, in the schema's words. A line with
+    no problem in them is JSON that msgspec does not take as text and Python's json does (a
+    lone surrogate escape, "\\udcff", as Python writes an undecodable byte of a file name):
+    its record is built from Python's reading of it, checked by msgspec all the same."""
+    data = _parse(path, number, line)
+    try:
+        _explain(_Event, data)
+    except _Invalid as exc:
+        where = exc.where.lstrip(".") or "event"
+        if len(where) > 100:  # a deep node tree: the start and the end say enough
+            where = where[:40] + "…" + where[-40:]
+        raise TraceFileError(f"{path}:{number}: {where}: {exc.what}") from None
+    try:
+        return _to_event(msgspec.convert(data, _Event, strict=True))
+    except (msgspec.ValidationError, RecursionError, _Invalid) as exc:
+        raise TraceFileError(f"{path}:{number}: {str(exc).splitlines()[0][:200] if str(exc) else 'not a readable firing'}") from None
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -493,6 +639,7 @@ def write_header(out: IO[str], info: TraceInfo, sources: Mapping[str, Mapping[in
     out.write(json.dumps(header) + "\n")
 
 
+
 # -- reading ------------------------------------------------------------------------------
 def read_trace(path: str | os.PathLike) -> tuple[TraceInfo, list[Event]]:
     loaded = read_trace_file(path)
@@ -520,20 +667,18 @@ def read_trace_file(path: str | os.PathLike) -> LoadedTrace:
 
 
 def _lines(path: Path, stream: IO[bytes]):
+    """(number, line) of every line that is not blank, as bytes: msgspec checks UTF-8."""
     number = 0
+    readline = stream.readline
     while True:
-        raw = stream.readline(LINE_MAX + 1)
+        raw = readline(LINE_MAX + 1)
         if not raw:
             return
         number += 1
         if len(raw) > LINE_MAX:
             raise TraceFileError(f"{path}:{number}: line longer than {LINE_MAX >> 20} MiB, more than a trace line may hold")
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise TraceFileError(f"{path}:{number}: not UTF-8 text") from None
-        if line.strip():
-            yield number, line
+        if not raw.isspace():
+            yield number, raw
 
 
 def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
@@ -546,16 +691,20 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
     if isinstance(header, dict) and "format" not in header and "index" in header and "hook" in header:
         # `hooktui trace --json` output: the same event records without a header, and
         # after a value breakpoint one last `{"stopped": ...}` record (where the run stopped).
-        events = [_event(path, number, header)]
+        events = [_event(path, number, line)]
         stopped_at = None
         for n, text in lines:
+            event = _decoded_event(text) if stopped_at is None else None
+            if event is not None:
+                events.append(event)
+                continue
             data = _parse(path, n, text)
             if type(data) is dict and "stopped" in data:
                 stopped_at = _stopped(path, n, data)
             elif stopped_at is not None:
                 raise TraceFileError(f"{path}:{n}: a firing after the run's `stopped` record")
             else:
-                events.append(_event(path, n, data))
+                events.append(_event(path, n, text))  # raises, saying why
         info = _info_from_events(path, events)
         info.stopped_at, info.stopped_sub = stopped_at or (None, 0)
         return LoadedTrace(info=info, events=events, headerless=True)
@@ -567,51 +716,42 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
     unknown = set(header) - {"format", "version", "info", "sources"}
     if unknown:
         raise TraceFileError(f"{path}:{number}: header: unknown field {sorted(map(str, unknown))[0][:40]!r}")
-    try:
-        info = build(TraceInfo, header.get("info"))
-    except _Invalid as exc:
-        raise TraceFileError(f"{path}:{number}: header: info{exc.where}: {exc.what}") from None
-    try:
-        sources = SOURCES(header.get("sources", {}))
-    except _Invalid as exc:
-        raise TraceFileError(f"{path}:{number}: header: sources{exc.where}: {exc.what}") from None
-    events = [_event(path, n, _parse(path, n, text)) for n, text in lines]
+    for key, struct, decode in (("info", _Info, _header_info), ("sources", Sources, _header_sources)):
+        try:
+            decoded = decode(header)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, _Invalid) as exc:
+            try:
+                _explain(struct, header.get(key, {}))
+            except _Invalid as words:
+                raise TraceFileError(f"{path}:{number}: header: {key}{words.where}: {words.what}") from None
+            raise TraceFileError(f"{path}:{number}: header: {key}: {str(exc)[:200]}") from None
+        if key == "info":
+            info = decoded
+        else:
+            sources = decoded
+    events = [_event(path, n, text) for n, text in lines]
     return LoadedTrace(info=info, events=events, sources=sources)
 
 
-def _event(path: Path, number: int, data: Any) -> Event:
-    try:
-        return build(Event, data)
-    except _Invalid as exc:
-        where = exc.where.lstrip(".") or "event"
-        if len(where) > 100:  # a deep node tree: the start and the end say enough
-            where = where[:40] + "…" + where[-40:]
-        raise TraceFileError(f"{path}:{number}: {where}: {exc.what}") from None
+def _header_info(header: dict) -> TraceInfo:
+    return _to_info(msgspec.convert(header.get("info"), _Info, strict=True))
 
 
-# `trace --json`'s last record after a value breakpoint: {"stopped": {"index", "breakpoint",
-# "reason", "born"}} ("sub" too where the firing has a sub-number). Only the number is kept (the app says why it stopped from the firings).
-STOPPED = {"index": COUNT, "sub": COUNT, "breakpoint": text(TEXT_MAX), "reason": text(TEXT_MAX), "born": lambda value: None}
+def _header_sources(header: dict) -> dict[str, dict[int, str]]:
+    return msgspec.convert(header.get("sources", {}), Sources, strict=True, str_keys=True)
 
 
-def _stopped(path: Path, number: int, data: dict) -> tuple[int, int]:
+def _stopped(path: Path, number: int, data: Any) -> tuple[int, int]:
     """The firing (index, sub) a `{"stopped": ...}` record names, every field of it checked."""
     try:
-        if set(data) != {"stopped"}:
-            raise _Invalid(f"unknown field {sorted(map(str, set(data) - {'stopped'}))[0][:40]!r} beside stopped")
+        if type(data) is not dict or set(data) != {"stopped"}:
+            extra = sorted(map(str, set(data) - {"stopped"})) if type(data) is dict else ["?"]
+            raise _Invalid(f"unknown field {extra[0][:40]!r} beside stopped")
+        try:
+            _explain(_Stopped, data["stopped"])
+        except _Invalid as exc:
+            raise exc.inside(".stopped") from None
         body = data["stopped"]
-        if type(body) is not dict:
-            raise _Invalid(f"expected an object, got {_got(body)}", ".stopped")
-        for key, value in body.items():
-            check = STOPPED.get(key)
-            if check is None:
-                raise _Invalid(f"unknown field {str(key)[:40]!r} for stopped", ".stopped")
-            try:
-                check(value)
-            except _Invalid as exc:
-                raise exc.inside(f".stopped.{key}") from None
-        if "index" not in body:
-            raise _Invalid("missing field 'index' of stopped", ".stopped")
         return body["index"], body.get("sub", 0)
     except _Invalid as exc:
         raise TraceFileError(f"{path}:{number}: {exc.where.lstrip('.') or 'stopped'}: {exc.what}") from None
@@ -627,23 +767,6 @@ def _info_from_events(path: Path, events: list[Event]) -> TraceInfo:
     ordered = sorted(modules.values(), key=lambda m: m.name.split(".") if m.name else [])
     device = next((t.device for e in events for t in e.tensors if t.device), "?")
     return TraceInfo(model=str(path), modules=ordered, loss="not recorded (a --json output has no header)", device=device)
-
-
-def _parse_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > INT_DIGITS_MAX:
-        raise _Invalid(f"an integer of {len(digits)} digits, more than the {INT_DIGITS_MAX} a trace may hold")
-    return int(digits)
-
-
-def _parse(path: Path, number: int, line: str) -> Any:
-    try:
-        return json.loads(line, parse_int=_parse_int)
-    except json.JSONDecodeError as exc:
-        raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
-    except _Invalid as exc:
-        raise TraceFileError(f"{path}:{number}: {exc.what}") from None
-    except RecursionError:
-        raise TraceFileError(f"{path}:{number}: JSON nested too deeply for a trace line") from None
 
 
 def _finite(value: Any) -> Any:

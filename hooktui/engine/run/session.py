@@ -45,8 +45,6 @@ from .thread_state import ThreadState
 
 _FREEZE_EVERY = 1024  # firings between freezes while running (engine/capture/collector.py)
 
-STATES = ("ready", "running", "paused", "finished", "failed", "quit")
-
 
 @dataclass
 class Trace:

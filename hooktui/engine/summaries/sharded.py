@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from ..records.notes import Note
+
 
 def dtensor_type() -> type | None:
     module = sys.modules.get("torch.distributed.tensor")
@@ -61,7 +63,7 @@ def describe_placement(tensor: torch.Tensor, part: torch.Tensor) -> str:
         op = getattr(partial[0], "reduce_op", "sum")
         text += (f"; Partial({op}): these values are partial, the tensor is the {op} of every rank's part "
                  "(hooktui runs no collective to combine them)")
-    return text
+    return Note("dtensor_local", text)
 
 
 def placements_text(tensor: torch.Tensor) -> str:

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ..autograd.nodes import name_of
+from ..records.notes import joined
 from ..records.records import LazyTensorRecord, TensorRecord
 from . import functorch_values, lazy_stats, sharded
 
@@ -125,7 +126,7 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         # It dies with the transform: the value under it is recorded (functorch_values.py).
         tensor, why = functorch_values.unwrapped(tensor)
         note = extra.get("note")
-        extra = {**extra, "note": why if not note else f"{note}; {why}"}
+        extra = {**extra, "note": joined(note, why)}
     grad_fn = tensor.grad_fn
     requires_grad = tensor.requires_grad
     if sharded.is_dtensor(tensor):
@@ -133,7 +134,7 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         part = sharded.local(tensor)
         why = sharded.describe_placement(tensor, part)
         note = extra.get("note")
-        extra = {**extra, "note": why if not note else f"{note}; {why}"}
+        extra = {**extra, "note": joined(note, why)}
         tensor = part
     kind = _kind(tensor)
     if not kind.strided:
