@@ -1,5 +1,6 @@
 """Small models that several test folders record (tests/ is on sys.path: tests/conftest.py)."""
 
+import torch
 from torch import nn
 
 
@@ -14,3 +15,15 @@ class TwoLayers(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))
+
+
+class Two(nn.Module):
+    """Linear(4, 3) → tanh → Linear(3, 2), named fc1 and fc2 (the tanh is no module)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 3)
+        self.fc2 = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))

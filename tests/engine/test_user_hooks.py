@@ -18,6 +18,7 @@ from torch import nn
 from torch.nn.modules import module as module_globals
 
 from hooktui.engine.run.session import record
+from small_models import Two
 
 warnings.filterwarnings("ignore", message=".*non-full backward hook.*")
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -52,16 +53,6 @@ def assert_logs_equal(plain: Log, traced: Log) -> None:
         assert (ret_a is None) == (ret_b is None), name
         for a, b in zip(ret_a or [], ret_b or []):
             assert a is None and b is None or torch.equal(a, b), name
-
-
-class Two(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(4, 3)
-        self.fc2 = nn.Linear(3, 2)
-
-    def forward(self, x):
-        return self.fc2(torch.tanh(self.fc1(x)))
 
 
 def _inputs():

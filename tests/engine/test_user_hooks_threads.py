@@ -15,22 +15,12 @@ import sys
 import threading
 
 import torch
-from torch import nn
 
 from hooktui.engine.run.session import Session
+from small_models import Two
 
 PLANTED = "a failure planted before the first firing"
 STEPS = 5  # forward + backward in each thread
-
-
-class Two(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(4, 3)
-        self.fc2 = nn.Linear(3, 2)
-
-    def forward(self, x):
-        return self.fc2(torch.tanh(self.fc1(x)))
 
 
 def _inputs(seed: int) -> torch.Tensor:
