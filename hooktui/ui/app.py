@@ -436,7 +436,7 @@ class HooktuiApp(NavigationActions, App):
 
     def summary(self, with_time: bool = True) -> str:
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
-        per_phase = self.history.per_phase
+        per_phase = self.history.shown_per_phase()  # what the timeline shows (legacy firings when L shows them)
         phases = " + ".join(f"{n} {phase}" for phase, n in per_phase.items()) or "0"
         text = f"{phases} firings, {len(self.info.modules)} modules"
         if with_time and self.show_timings and self.source.wall_time is not None:

@@ -32,11 +32,21 @@ class History:
         self.hidden: set[str] = set()  # hook kinds that moving skips
         # Positions of the firings of each kind a view may hide (legacy_backward), in order.
         self._hideable: dict[str, list[int]] = {}
+        self._hidden_per_phase: dict[str, dict[str, int]] = {}  # per_phase, by hook kind
         # Cells the longest sub-number takes (".1": 2), 0 while no firing has one (Event.sub).
         self.sub_width = 0
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def shown_per_phase(self) -> dict[str, int]:
+        """Firings per phase that the view shows (per_phase less the hidden kinds'): the
+        totals the timeline's rows add up to."""
+        shown = dict(self.per_phase)
+        for kind in self.hidden:
+            for phase, n in self._hidden_per_phase.get(kind, {}).items():
+                shown[phase] -= n
+        return {phase: n for phase, n in shown.items() if n}
 
     def visible(self, position: int) -> bool:
         return self.events[position].hook not in self.hidden
@@ -102,6 +112,8 @@ class History:
                 self.error, self.error_position = event, len(self.events) - 1
             else:
                 self.per_phase[event.phase] = self.per_phase.get(event.phase, 0) + 1
+                counts = self._hidden_per_phase.setdefault(event.hook, {})
+                counts[event.phase] = counts.get(event.phase, 0) + 1
             added += 1
         if added and (self.follow or self.cursor < 0):
             self.cursor = self.latest

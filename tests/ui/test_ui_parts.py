@@ -47,6 +47,17 @@ def test_history_follows_and_finds_stops():
     assert history.per_phase == {"forward": 3, "backward": 2}
 
 
+def test_the_run_totals_count_what_the_timeline_shows():
+    """The summary's "N forward + M backward firings" adds up to the timeline's rows: hidden
+    legacy firings (numbered, not shown) are left out until L shows them."""
+    history = History()
+    history.hidden = {"legacy_backward"}
+    history.extend([_event(0, "forward", "a"), _event(1, "backward", "a", "legacy_backward"), _event(2, "backward", "a")])
+    assert history.shown_per_phase() == {"forward": 1, "backward": 1}
+    history.hidden.clear()
+    assert history.shown_per_phase() == {"forward": 1, "backward": 2} == history.per_phase
+
+
 def test_sparkline_scales_to_the_fullest_bin():
     assert sparkline([0, 1, 2, 4, 8]) == " ▁▂▄█"
     assert sparkline([]) == "" and sparkline([0, 0]) == "  "
