@@ -127,6 +127,9 @@ def _asdict_json(event) -> tuple[dict, str]:
     data["notes"] = list(event.notes)
     if not data["sub"]:
         del data["sub"]  # written only for a stepped-into node firing (#N.k): plain lines stay as they were
+    for tensor in data["tensors"]:
+        if tensor["layout"] is None:
+            del tensor["layout"]  # written only for a nested or sparse tensor: dense ones stay as they were
     return _finite(data), json.dumps(_finite(data), separators=(",", ":"))
 
 

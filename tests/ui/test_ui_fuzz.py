@@ -15,7 +15,9 @@ import random
 from pathlib import Path
 
 
-from hooktui.engine.records.records import ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
+from hooktui.engine.records.records import (
+    ErrorRecord, Event, LayoutRecord, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo,
+)
 from hooktui.engine.records.trace_file import SCHEMA, TraceFileError, read_trace_file
 from hooktui.engine.records.user_hook_records import UserHookCall, UserHookInfo
 from hooktui.ui.app import HooktuiApp
@@ -33,7 +35,8 @@ EXAMPLES: dict[type, dict] = {
                   "hist_range": [-1.0, 5.0], "approx": False, "sampled": 0, "of": "values"},
     TensorRecord: {"name": "args[0]", "shape": [2, 3], "dtype": "float32", "device": "cpu", "requires_grad": True,
                    "grad_fn": "AddmmBackward0", "target": "args[0]", "stats": None, "values": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
-                   "values_shape": [2, 3], "missing": None, "note": "a note", "extra": False},
+                   "values_shape": [2, 3], "missing": None, "note": "a note", "extra": False, "layout": None},
+    LayoutRecord: {"kind": "sparse_coo", "stored": [2, 3], "index": [[1], [4]], "parts": [[1, 3], [1, 3]]},
     NodeRecord: {"name": "AddmmBackward0", "seq_nr": 4, "next": [], "saved": {"mat1": [2, 3], "alpha": "1"}, "truncated": True},
     SourceLocation: {"filename": "model_fuzz.py", "lineno": 3, "function": "forward", "line": "y = self.fc(x)"},
     ErrorRecord: {"type": "RuntimeError", "message": "boom", "traceback": "Traceback (most recent call last):\nRuntimeError: boom"},
@@ -85,11 +88,16 @@ def base_records() -> tuple[dict, list[dict]]:
         event.update(index=index, phase=phase, hook=hook, source=copy.deepcopy(source), forward_index=1 if phase == "backward" else None)
         if phase == "forward":
             event["tensors"] = [_tensor("args[0]", None), _tensor("kwargs[mask]", None), _tensor("output", None)]
+            nested = _example(LayoutRecord)
+            nested.update(kind="nested", index=None)
+            event["tensors"][2].update(layout=nested, shape=[2, 1, 3])
         else:
             missing = _tensor("grad_input[1]", "args[1]")
             missing.update(shape=None, values=None, values_shape=None, stats=None, missing="not a tensor")
             event["tensors"] = [_tensor("grad_output[0]", "output"), _tensor("grad_input[0]", "args[0]"), missing]
             event["node"] = _node()
+            if hook == "param_grad":
+                event["tensors"][0].update(layout=_example(LayoutRecord), shape=[5, 3], target="weight")
         if hook == "user_hook":
             call = _example(UserHookCall)
             call["hook"] = _example(UserHookInfo)
@@ -124,6 +132,11 @@ def _mutate(value, key, rng: random.Random, only: str | None):
                 out["shape"] = list(out["values_shape"])
             elif out["values"] is not None:
                 out["values_shape"] = out["shape"] = [len(out["values"])]
+        if isinstance(out.get("layout"), dict):  # the values are a block of the stored ones, one index a stored row
+            layout = out["layout"]
+            layout["stored"] = list(out["values_shape"]) if out.get("values_shape") is not None else layout["stored"]
+            if layout.get("index") is not None:
+                layout["index"] = layout["index"][: layout["stored"][0] if layout["stored"] else 0]
         if "rank" in out and "world_size" in out:  # a rank below the world size, or the reader refuses the file
             out["world_size"] = max(out["world_size"], out["rank"] + 1)
         return out

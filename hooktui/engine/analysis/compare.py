@@ -246,7 +246,8 @@ def compare_tensor(a: TensorRecord, b: TensorRecord, tolerance: Tolerance) -> Te
                 findings.append((math.inf, name, x, y, True))
                 continue
             findings.append(_number(x, y, max(abs(x), abs(y)) if kind == "size" else magnitude, name, tolerance))
-    if a.values is not None and b.values is not None and a.values_shape == b.values_shape:
+    # Sparse values compare row for row only where the same rows are stored (records.LayoutRecord).
+    if a.values is not None and b.values is not None and a.values_shape == b.values_shape and a.layout == b.layout:
         diff.values_compared = True
         found = _values(a.values, b.values, a.values_shape, magnitude, tolerance)
         if found is not None:

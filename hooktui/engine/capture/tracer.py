@@ -63,7 +63,7 @@ from ..records import firing
 from ..records.notes import Note
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall
-from ..summaries import sharded, stats
+from ..summaries import layouts, sharded, stats
 from . import backward_calls, collector, hunt, scripted
 from .call_outputs import OutputSlot, output_slots
 from .contain import Containment, failure_text
@@ -362,7 +362,8 @@ class Tracer:
             index=self._counts[name],
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
-            inputs={i: InputMeta(a.shape, a.dtype, a.device, a.requires_grad) for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            inputs={i: InputMeta(layouts.shape_of(a) if a.is_nested else a.shape, a.dtype, a.device, a.requires_grad)
+                    for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
             thread=thread,
         )
         self._counts[name] += 1

@@ -28,8 +28,10 @@ def stats_line(tensor: TensorRecord) -> str:
     stats = tensor.stats
     if stats is None:
         return tensor.note or "no stats"
+    # A nested or sparse tensor: the stats are of its stored values, said after the loud flags.
+    layout = [] if tensor.layout is None else [tensor.layout.short() + ":"]
     if stats.count == 0:
-        return "empty"
+        return " ".join([*layout, "empty"])
     # Loud flags first: a narrow pane or a cut cell must never hide them.
     parts = []
     if stats.nan:
@@ -40,6 +42,7 @@ def stats_line(tensor: TensorRecord) -> str:
         parts.append(f"-Inf! {stats.neginf}")
     if stats.approx and stats.nonfinite and not (stats.nan or stats.posinf or stats.neginf):
         parts.append(f"non-finite! {stats.nonfinite}")
+    parts += layout
     if stats.zeros == stats.count:
         parts.append("all zeros")
     if stats.finite:

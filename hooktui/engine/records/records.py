@@ -55,6 +55,37 @@ class TensorStats:
     hist_sampled: int = 0
 
 
+@dataclass(slots=True)
+class LayoutRecord:
+    """How a nested or sparse tensor holds its values (engine/summaries/layouts.py). The
+    record's `stats`, `values` and `values_shape` then describe the stored values: a
+    dense tensor of shape `stored`, of which `values_shape` is a leading block."""
+
+    kind: str  # "nested", or the sparse layout: "sparse_coo", "sparse_csr", ...
+    stored: list[int]
+    # Sparse: the index (one number per sparse dimension) of each stored row, coalesced, in
+    # the order of the values (as many rows as the value block can hold).
+    index: list[list[int]] | None = None
+    # Nested: the shape of each component; the values are theirs, one after the other.
+    parts: list[list[int]] | None = None
+
+    def short(self) -> str:
+        """ "sparse_coo 4 rows", "nested 2 parts": what the stats describe, in a few cells."""
+        if self.parts is not None:
+            return f"nested {len(self.parts)} part{'' if len(self.parts) == 1 else 's'}"
+        rows = self.stored[0] if self.stored else 0
+        return f"{self.kind} {rows} row{'' if rows == 1 else 's'}"
+
+    def describe(self) -> str:
+        """ "sparse_coo: 4 rows stored", "nested: 2 parts (5, 8) (3, 8)" """
+        if self.parts is not None:
+            shown = " ".join("(" + ", ".join(map(str, p)) + ")" for p in self.parts[:4])
+            more = f" +{len(self.parts) - 4}" if len(self.parts) > 4 else ""
+            return f"nested: {len(self.parts)} part{'' if len(self.parts) == 1 else 's'} {shown}{more}".rstrip()
+        rows = self.stored[0] if self.stored else 0
+        return f"{self.kind}: {rows} row{'' if rows == 1 else 's'} stored"
+
+
 @dataclass(slots=True, eq=False)
 class TensorRecord:
     """One tensor of a firing, or a missing one (`shape is None`, `missing` says why)."""
@@ -77,14 +108,22 @@ class TensorRecord:
     # Shown beyond PyTorch's own hook arguments (e.g. the gradient of a tensor nested in an
     # output tuple, where PyTorch's grad_output slot is None): never under a PyTorch slot name.
     extra: bool = False
+    # Nested and sparse tensors: how the values that stats and values describe are stored.
+    layout: LayoutRecord | None = None
 
     @property
     def is_missing(self) -> bool:
         return self.shape is None
 
     @property
+    def stored_shape(self) -> list[int] | None:
+        """The shape `values_shape` is a leading block of: the stored values' of a nested or
+        sparse tensor, the tensor's own otherwise."""
+        return self.shape if self.layout is None else self.layout.stored
+
+    @property
     def values_complete(self) -> bool:
-        return self.values is not None and self.values_shape == self.shape
+        return self.values is not None and self.values_shape == self.stored_shape
 
     @property
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
@@ -251,6 +290,9 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         data = plain(self)
         data["notes"] = list(self.notes)  # a plain list, also for NO_NOTES
+        for tensor in data["tensors"]:
+            if tensor["layout"] is None:
+                del tensor["layout"]  # a dense tensor's line is what it was before layouts were recorded
         if not self.sub:
             del data["sub"]  # a plain firing's line is what it was before sub-numbers existed
         return data
@@ -404,6 +446,7 @@ _NESTED: dict[tuple[type, str], type] = {
     (Event, "user_hook"): UserHookCall,
     (UserHookCall, "hook"): UserHookInfo,
     (TensorRecord, "stats"): TensorStats,
+    (TensorRecord, "layout"): LayoutRecord,
     (NodeRecord, "next"): NodeRecord,
     (TraceInfo, "modules"): ModuleInfo,
 }

@@ -44,7 +44,7 @@ from msgspec.structs import astuple
 from . import notes as note_kinds
 from .firing import HOOK_KINDS
 from .ranks import RANK_MAX
-from .records import PHASES, ErrorRecord, Event, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
+from .records import PHASES, ErrorRecord, Event, LayoutRecord, ModuleInfo, NodeRecord, SourceLocation, TensorRecord, TensorStats, TraceInfo
 from .source_lines import lines_near
 from .user_hook_records import KIND_TEXT, UserHookCall, UserHookInfo
 
@@ -70,6 +70,7 @@ TENSORS_MAX = 10_000  # tensors of one firing
 NOTES_MAX = 1_000
 NEXT_MAX = 10_000  # next_functions of one node, saved tensors of one node
 NODE_DEPTH_MAX = 32  # levels of next_functions
+PARTS_MAX = 1 << 16  # components of a nested tensor, stored rows of a sparse one whose index is kept
 MODULES_MAX = 1_000_000
 PARAMS_MAX = 10_000
 SOURCE_FILES_MAX = 10_000
@@ -154,6 +155,13 @@ class _Stats(_Record):
     hist_sampled: Count = 0
 
 
+class _Layout(_Record):
+    kind: Name
+    stored: Shape
+    index: _list(Shape, PARTS_MAX) | None = None
+    parts: _list(Shape, PARTS_MAX) | None = None
+
+
 class _Tensor(_Record):
     name: Name
     shape: Shape | None
@@ -168,6 +176,7 @@ class _Tensor(_Record):
     missing: Text | None = None
     note: Text | None = None
     extra: bool = False
+    layout: _Layout | None = None
 
 
 class _Node(_Record):
@@ -265,7 +274,7 @@ class _Stopped(_Record):
 
 # Each record and the struct it is read as: the same fields, in the same order.
 SCHEMA: dict[type, type[_Record]] = {
-    TensorStats: _Stats, TensorRecord: _Tensor, NodeRecord: _Node, SourceLocation: _Source, ErrorRecord: _Error,
+    TensorStats: _Stats, TensorRecord: _Tensor, LayoutRecord: _Layout, NodeRecord: _Node, SourceLocation: _Source, ErrorRecord: _Error,
     Event: _Event, UserHookCall: _HookCall, UserHookInfo: _HookInfo, ModuleInfo: _Module, TraceInfo: _Info,
 }
 _NAMES: dict[type, str] = {struct: record.__name__ for record, struct in SCHEMA.items()} | {_Stopped: "stopped"}
@@ -341,12 +350,25 @@ def _rank_fits(rank: int | None, world_size: int | None) -> None:
 
 def _tensor(t: _Tensor) -> TensorRecord:
     values = t.values
+    layout = None if t.layout is None else _layout(t.layout)
     if values is not None or t.values_shape is not None:
-        _values_fit(t.shape, values, t.values_shape)
+        # A nested or sparse tensor's values are a block of its stored values (records.LayoutRecord).
+        _values_fit(t.shape if layout is None else layout.stored, values, t.values_shape)
         values = _numbers(values)
     return TensorRecord(t.name, t.shape, t.dtype, t.device, t.requires_grad, t.grad_fn, t.target,
                         None if t.stats is None else _stats(t.stats), values, t.values_shape, t.missing,
-                        None if t.note is None else note_kinds.typed_tensor_note(t.note), t.extra)
+                        None if t.note is None else note_kinds.typed_tensor_note(t.note), t.extra, layout)
+
+
+def _layout(layout: _Layout) -> LayoutRecord:
+    _layout_fits(layout.stored, layout.index)
+    return LayoutRecord(*astuple(layout))
+
+
+def _layout_fits(stored: list[int], index: list[list[int]] | None) -> None:
+    """A sparse index names at most one entry per stored row."""
+    if index is not None and len(index) > (stored[0] if stored else 0):
+        raise _Invalid(f"{len(index)} indices for {stored[0] if stored else 0} stored rows", ".layout.index")
 
 
 def _node(n: _Node, depth: int = 1) -> NodeRecord:
@@ -519,7 +541,11 @@ def _explain_record(struct: type[Struct], value: Any, depth: int) -> None:
         if required not in value:
             raise _Invalid(f"missing field {required!r} of {name}")
     if struct is _Tensor:
-        _values_fit(value.get("shape"), value.get("values"), value.get("values_shape"))
+        layout = value.get("layout")
+        stored = layout.get("stored") if isinstance(layout, dict) else None
+        _values_fit(value.get("shape") if stored is None else stored, value.get("values"), value.get("values_shape"))
+    elif struct is _Layout:
+        _layout_fits(value.get("stored"), value.get("index"))
     elif struct is _Info:
         _rank_fits(value.get("rank"), value.get("world_size"))
 

@@ -42,7 +42,7 @@ import torch
 from ..autograd.nodes import name_of
 from ..records.notes import joined
 from ..records.records import LazyTensorRecord, TensorRecord
-from . import functorch_values, lazy_stats, sharded
+from . import functorch_values, layouts, lazy_stats, sharded
 
 HIST_BINS = lazy_stats.HIST_BINS
 
@@ -136,22 +136,31 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         note = extra.get("note")
         extra = {**extra, "note": joined(note, why)}
         tensor = part
-    kind = _kind(tensor)
-    if not kind.strided:
-        record = TensorRecord(
-            name=name, shape=kind.shape, dtype=kind.dtype, device=kind.device,
-            requires_grad=requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
-        )
-        record.note = f"{tensor.layout} tensor: no stats"
-        return record
-    recent = _recent()
-    summary = recent.get(tensor, options)
-    if summary is None:
-        # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
-        summary = _snapshot(tensor.detach(), options, kind)
-        recent.put(tensor, options, summary)
+    # A nested tensor has no shape for _kind to read; a sparse one no strides (layouts.py).
+    kind = None if tensor.is_nested else _kind(tensor)
+    if kind is None or not kind.strided and layouts.is_laid_out(tensor):
+        # Summarised through the dense tensor of its stored values.
+        shape, tensor, layout = layouts.stored_values(tensor, options.max_values)
+        kind = _kind(tensor)
+        summary = _snapshot(tensor, options, kind)
+    else:
+        if not kind.strided:
+            record = TensorRecord(
+                name=name, shape=kind.shape, dtype=kind.dtype, device=kind.device,
+                requires_grad=requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
+            )
+            record.note = f"{tensor.layout} tensor: no stats"
+            return record
+        shape, layout = kind.shape, None
+        recent = _recent()
+        summary = recent.get(tensor, options)
+        if summary is None:
+            # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
+            summary = _snapshot(tensor.detach(), options, kind)
+            recent.put(tensor, options, summary)
     record = LazyTensorRecord.__new__(LazyTensorRecord)
-    record.name, record.shape, record.dtype, record.device = name, kind.shape, kind.dtype, kind.device
+    record.name, record.shape, record.dtype, record.device = name, shape, kind.dtype, kind.device
+    record.layout = layout
     record.requires_grad, record.grad_fn = requires_grad, None if grad_fn is None else name_of(grad_fn)
     if extra:
         record.target, record.missing, record.note = extra.get("target"), extra.get("missing"), extra.get("note")
@@ -312,9 +321,16 @@ class _RecentSummaries:
         return None
 
     def put(self, tensor: torch.Tensor, options: StatsOptions, summary) -> None:
+        try:
+            version = tensor._version
+        except RuntimeError:
+            # An inference tensor ("Inference tensors do not track version counter"): an
+            # unchanged one cannot be told from one changed in place, so it is not kept, and
+            # is summarised afresh each time it is seen.
+            return
         entries = self._entries
         entries.pop(id(tensor), None)
-        entries[id(tensor)] = (weakref.ref(tensor), tensor._version, options, summary)
+        entries[id(tensor)] = (weakref.ref(tensor), version, options, summary)
         if len(entries) > self.SIZE:
             del entries[next(iter(entries))]
 

@@ -37,10 +37,45 @@ def unkept_slices_text(tensor: TensorRecord | None) -> str | None:
     slices than were kept at the firing (records keep a leading block of values only)."""
     if tensor is None or tensor.shape is None or tensor.values is None or tensor.values_shape is None:
         return None
-    if len(tensor.shape) <= 2 or math.prod(tensor.shape[:-2]) <= slice_count(tensor):
+    stored = tensor.stored_shape
+    if len(stored) <= 2 or math.prod(stored[:-2]) <= slice_count(tensor):
         return None
-    return (f"showing the first {dims_text(tensor.values_shape)} of {shape_text(tensor)}: "
+    return (f"showing the first {dims_text(tensor.values_shape)} of {stored_text(tensor)}: "
             "the other slices were not kept at this firing")
+
+
+def stored_text(tensor: TensorRecord) -> str:
+    """What the value block is cut from: the tensor's shape, or a nested or sparse tensor's stored values."""
+    if tensor.layout is None:
+        return shape_text(tensor)
+    return f"the {dims_text(tensor.layout.stored)} stored values"
+
+
+def layout_text(tensor: TensorRecord) -> str | None:
+    """How a nested or sparse tensor's values sit in it (records.LayoutRecord), one line."""
+    layout = tensor.layout
+    if layout is None:
+        return None
+    if layout.index is not None:
+        shown = ", ".join(str(i[0]) if len(i) == 1 else "(" + ", ".join(map(str, i)) + ")" for i in layout.index[:12])
+        more = ", …" if len(layout.index) > 12 or layout.stored[0] > len(layout.index) else ""
+        return f"{layout.describe()} (coalesced), rows {shown}{more}"
+    return f"{layout.describe()}; rows part:row, one part after the other"
+
+
+def stored_row_labels(tensor: TensorRecord) -> list[str] | None:
+    """The grid's row labels where a 2-D block of stored values has rows that are not the
+    tensor's: a sparse tensor's stored rows by their index (Embedding's gradient: "7"), a
+    nested tensor's by component and row ("1:2", row 2 of component 1). None otherwise."""
+    layout = tensor.layout
+    if layout is None or len(tensor.values_shape or []) != 2:
+        return None
+    if layout.index is not None:
+        return None if any(len(i) != 1 for i in layout.index) else [str(i[0]) for i in layout.index]
+    parts = layout.parts or []
+    if not parts or any(len(p) != 2 for p in parts) or sum(p[0] for p in parts) != layout.stored[0]:
+        return None  # not joined row by row (engine/summaries/layouts.py flattens those)
+    return [f"{k}:{r}" for k, p in enumerate(parts) for r in range(p[0])][: tensor.values_shape[0]]
 
 
 def live_tensor(app, tensor: TensorRecord | None):
@@ -139,13 +174,15 @@ class ValuesPane(Vertical):
     @property
     def slices(self) -> int:
         if self._live() is not None:
-            return math.prod(self.tensor.shape[:-2])
+            return math.prod(self.tensor.shape[:-2])  # a live tensor is a dense one (see _live)
         return slice_count(self.tensor)
 
     def _live(self):
         tensor = self.tensor
         if not self._composed or tensor is None or tensor.values_shape is None or len(tensor.shape or []) <= 2:
             return None
+        if tensor.layout is not None:
+            return None  # a nested or sparse tensor's slices are not its stored values': the kept block only
         if math.prod(tensor.shape[:-2]) <= slice_count(tensor):
             return None  # every slice was kept
         return live_tensor(self.app, tensor)
@@ -202,7 +239,7 @@ class ValuesPane(Vertical):
             rows, lead = grid(tensor, self.slice_no)
         table.display = True
         set_text(title, self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
-        table.fill([[cell(v) for v in row] for row in rows])  # row and column indices around them
+        table.fill([[cell(v) for v in row] for row in rows], row_labels=stored_row_labels(tensor) if live is None else None)
         self._drawn = (id(tensor), self.slice_no)
         if kept is not None:
             table.move_cursor(row=kept.row, column=kept.column)
@@ -231,10 +268,12 @@ class ValuesPane(Vertical):
             text.append("  slice [" + ", ".join(str(i) for i in lead) + ", :, :]", "bold")
             if count > 1:
                 text.append(f" {self.slice_no + 1}/{count} ([ ] {{ }})", "dim")
+        if (laid_out := layout_text(tensor)) is not None:
+            text.append("\n" + laid_out, "italic")
         if live_grid is not None:
             text.append(f"\nlive tensor: the first {dims_text(live_grid)} of each slice", "italic")
         elif unkept := unkept_slices_text(tensor):
             text.append("\n" + unkept, "italic")  # `[` `]` stop at the kept block: say why
         elif not tensor.values_complete:
-            text.append(f"\nshowing the first {dims_text(tensor.values_shape or [])} of {shape_text(tensor)}", "italic")
+            text.append(f"\nshowing the first {dims_text(tensor.values_shape or [])} of {stored_text(tensor)}", "italic")
         return text

@@ -112,13 +112,16 @@ class ValuesGrid(ScrollView, can_focus=True):
         self._total = 0  # the width of the scrollable columns
 
     # -- contents --------------------------------------------------------------------------
-    def fill(self, cells: list[list[Text]]) -> None:
+    def fill(self, cells: list[list[Text]], row_labels: list[str] | None = None) -> None:
         """Show `cells` (rows of one-line texts), row and column indices around them, the
-        cursor on the first value."""
+        cursor on the first value. `row_labels`: what each row is called, when not its
+        position (a sparse tensor's stored rows are named by their index)."""
         width = max((len(row) for row in cells), default=0)
-        self._rows = [[Text(str(r), style="bold"), *row] for r, row in enumerate(cells)]
+        names = [str(r) for r in range(len(cells))] if row_labels is None else [str(label) for label in row_labels[: len(cells)]]
+        names += [str(r) for r in range(len(names), len(cells))]
+        self._rows = [[Text(name, style="bold"), *row] for name, row in zip(names, cells)]
         self._labels = [Text(""), *(Text(str(c)) for c in range(width))]
-        widths = [len(str(len(cells) - 1))]
+        widths = [len(str(len(cells) - 1)) if row_labels is None else max(map(len, names), default=1)]
         for c in range(width):
             widths.append(max([len(str(c)), *(row[c].cell_len for row in cells if c < len(row))]))
         self._widths = [w + 2 for w in widths]  # a space each side, as a DataTable pads
