@@ -13,6 +13,9 @@ through and returns the hook's own return value, and a raised exception propagat
 untouched. `remove()` puts each original function back under its key (if the model has
 not removed it meanwhile), so afterwards every dict holds the user's functions again.
 
+Multi-grad hooks (`torch.autograd.graph.register_multi_grad_hook`) are one firing per call
+of the user's function, not one per tensor hook PyTorch builds them from (multi_grad.py).
+
 Not seen: hooks registered on autograd nodes (`grad_fn.register_hook`) - C++ methods that
 cannot be patched - and C++ hooks such as DDP's reducer hooks on AccumulateGrad nodes,
 which live outside every Python dict. Module hooks registered during the run are not
@@ -38,6 +41,7 @@ from ..records.records import SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall, UserHookInfo
 from ..summaries import sharded
 from .contain import failure_text
+from . import multi_grad
 from .library_hooks import library_label
 from .host import Describes, UserHookHost
 from .model_walk import ModelWalk
@@ -96,11 +100,28 @@ def discover(model: nn.Module, walk: ModelWalk | None = None) -> list[_Slot]:
             else:
                 flags = _forward_flags(getattr(module, "_forward_hooks_with_kwargs", {}), getattr(module, "_forward_hooks_always_called", {}))
             add(getattr(module, attr, None), kind, name or "(root)", name, flags if kind.startswith("forward") else lambda _k: [])
+    cells: set[int] = set()
     for name, param in walk.params:
         module = name.rpartition(".")[0]
-        add(param._backward_hooks, "tensor", name, module)
+        for key, fn in list((param._backward_hooks or {}).items()):
+            found = multi_grad.plumbing(fn)
+            if found is None:
+                slots.append(_Slot(_info(len(slots), "tensor", name, module, fn, []), param._backward_hooks, key, fn))
+            elif id(found[0]) not in cells:  # torch's tensor hook of a multi-grad hook: the user's function, once
+                cells.add(id(found[0]))
+                slots.append(_multi_slot(len(slots), found, name, module))
         add(getattr(param, "_post_accumulate_grad_hooks", None), "post_accumulate_grad", name, module)
     return slots
+
+
+def _multi_slot(index: int, found: tuple, owner: str, module: str | None) -> _Slot:
+    """The slot of the user's function of a multi-grad hook, in the cell torch's tensor hooks share."""
+    cell, mode, tensors = found
+    hooks = multi_grad.CellHooks(cell)
+    fn = hooks.get(None)
+    if tensors is not None:
+        owner = f"{tensors} tensors, {owner} among them"
+    return _Slot(_info(index, "multi_grad", owner, module, fn, [f"mode={mode}"]), hooks, None, fn)
 
 
 def _forward_flags(with_kwargs: dict, always_called: dict) -> Callable[[Any], list[str]]:
@@ -123,6 +144,8 @@ class UserHooks:
         self._library: dict[int, str | None] = {}
         self._tracer: UserHookHost | None = None
         self._patched: list[tuple[str, Callable]] = []
+        # id of each multi-grad hook's closure cell whose function is wrapped (multi_grad.py).
+        self._cells = {id(s.hooks.cell) for s in self._slots if isinstance(s.hooks, multi_grad.CellHooks)}
 
     # -- install / remove ---------------------------------------------------------
     def install(self, tracer: UserHookHost) -> None:
@@ -152,6 +175,11 @@ class UserHooks:
             site = _user_frame()
             if site is None or site.f_code.co_filename.startswith(_ENGINE_DIR):
                 return original(tensor, hook)  # hooktui's own, or PyTorch's with no user caller
+            found = multi_grad.plumbing(hook)
+            if found is not None:
+                # register_multi_grad_hook's own tensor hook: left as it is, the user's function in it wrapped.
+                self._contained_multi(tensor, found, site)
+                return original(tensor, hook)
             try:
                 info = self._registered_info(tensor, hook, kind, site)
             except Exception as exc:  # hooktui's failure: the hook is registered as without hooktui, unseen
@@ -165,6 +193,28 @@ class UserHooks:
             return handle
 
         return register
+
+    def _contained_multi(self, tensor: torch.Tensor, found: tuple, site) -> None:
+        try:
+            self._wrap_multi(tensor, found, site)
+        except Exception as exc:  # hooktui's failure: the hook runs as without hooktui, unseen
+            self._tracer.contain.failed("noting a multi-grad hook registered", exc)
+
+    def _wrap_multi(self, tensor: torch.Tensor, found: tuple, site) -> None:
+        cell, mode, tensors = found
+        if id(cell) in self._cells:
+            return  # another tensor of the same registration
+        self._cells.add(id(cell))
+        hooks = multi_grad.CellHooks(cell)
+        fn = hooks.get(None)
+        module = self._running_module(site)
+        owner = f"{tensors if tensors is not None else 'several'} tensors" + (f" in {module or '(root)'}.forward" if module is not None else "")
+        info = _info(len(self.infos), "multi_grad", owner, module, fn, [f"mode={mode}"])
+        info.registered_at = f"{_short(site.f_code.co_filename)}:{site.f_lineno}"
+        wrapper = self._wrap(info, fn)
+        hooks[None] = wrapper
+        self._slots.append(_Slot(info, hooks, None, fn, wrapper))
+        self.infos.append(info)
 
     def _registered_info(self, tensor: torch.Tensor, hook: Callable, kind: str, site) -> UserHookInfo:
         param = self._param_names.get(id(tensor))
@@ -223,7 +273,10 @@ class UserHooks:
     def _received(self, info: UserHookInfo, args: tuple, module) -> tuple:
         received, replaced = _arguments(info, args, module)
         records = [self._tracer.describe(name, t) for name, t in received]
-        return received, replaced, records, {name: t._version for name, t in received}
+        if info.kind == "multi_grad" and isinstance(args[0], (list, tuple)):
+            # mode "all": None where no gradient reached that tensor, as PyTorch passes it.
+            records = _with_nones(self._tracer, records, args[0])
+        return received, replaced, records, {name: _version(t) for name, t in received}
 
     def _done(self, info: UserHookInfo, module, received: list, replaced: str | None, records: list, versions: dict, result,
               library: str | None = None) -> None:
@@ -232,7 +285,7 @@ class UserHooks:
         returned: list[TensorRecord] = []
         live = dict(received)
         for name, t in received:
-            if t._version != versions[name]:
+            if versions[name] is not None and t._version != versions[name]:
                 before = next(r for r in records if r.name == name)
                 after = tracer.describe(f"{name} after the hook", t, target=name, note="modified in place by the hook")
                 returned.append(after)
@@ -253,6 +306,8 @@ class UserHooks:
             live.update((f"returned {name}", t) for name, t in new.items())
             returned += more_records
             changes += more_changes
+        elif result is not None and info.kind == "multi_grad":
+            changes.append("returned a value, which PyTorch ignores (a multi-grad hook's return value is not used)")
         elif result is not None:
             outcome = "same" if any(result is t for _, t in received) else "replaced"
         self._fire(info, module, records, returned, UserHookCall(info, outcome, changes), live, library)
@@ -297,6 +352,22 @@ class UserHooks:
 
 
 # -- what a hook gets, and what its return value replaces ------------------------------
+def _version(t: torch.Tensor) -> int | None:
+    """The version counter, None for an inference tensor (it has none)."""
+    return None if t.is_inference() else t._version
+
+
+def _with_nones(tracer: Describes, records: list[TensorRecord], grads) -> list[TensorRecord]:
+    """A multi-grad hook's records in the order of its list, a missing record where PyTorch passed None."""
+    by_name = {r.name: r for r in records}
+    out = []
+    for i, grad in enumerate(grads):
+        name = f"grads[{i}]"
+        out.append(by_name[name] if grad is not None else
+                   tracer.missing(name, "PyTorch passed None: no gradient reached this tensor in this backward"))
+    return out
+
+
 def _arguments(info: UserHookInfo, args: tuple, module) -> tuple[list[tuple[str, torch.Tensor]], str | None]:
     """Named tensors the hook received, and the prefix of those its return value replaces."""
     kind = info.kind.removeprefix("global_")
@@ -316,6 +387,8 @@ def _arguments(info: UserHookInfo, args: tuple, module) -> tuple[list[tuple[str,
         return list(named_tensors(args[1], "grad_input")) + list(named_tensors(args[2], "grad_output")), "grad_input"
     if kind == "tensor":
         return list(named_tensors(args[0], "grad")), "grad"
+    if kind == "multi_grad":  # mode "all": the list of gradients; "any": the first one's gradient
+        return list(named_tensors(args[0], "grads" if isinstance(args[0], (list, tuple)) else "grad")), None
     # post_accumulate_grad: the parameter, whose .grad has just been written.
     param = args[0]
     return ([("grad", param.grad)] if param.grad is not None else []), None

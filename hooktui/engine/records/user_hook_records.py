@@ -21,6 +21,7 @@ KIND_TEXT = {
     "global_legacy_backward": "global backward hook (register_module_backward_hook, deprecated)",
     "tensor": "tensor hook (Tensor.register_hook)",
     "post_accumulate_grad": "post-accumulate-grad hook (Tensor.register_post_accumulate_grad_hook)",
+    "multi_grad": "multi-grad hook (torch.autograd.graph.register_multi_grad_hook)",
 }
 
 
@@ -36,7 +37,7 @@ class UserHookInfo:
     lineno: int | None = None  # the hook's `def` line
     # The module that carries it, or whose forward registered it (None for global hooks).
     module: str | None = None
-    flags: list[str] = field(default_factory=list)  # "with_kwargs", "always_call"
+    flags: list[str] = field(default_factory=list)  # "with_kwargs", "always_call"; multi_grad: "mode=all" or "mode=any"
     # Where it was registered when that happened during the run ("file.py:12"); None: before.
     registered_at: str | None = None
 
