@@ -78,3 +78,18 @@ def test_a_nested_tensor_shows_its_parts(tmp_path):
             assert len(grid_rows(app)[5]) == 1 + x.shape[-1]
 
     run(script())
+
+
+def test_row_labels_are_bounded_by_the_values_not_by_what_a_file_claims():
+    from hooktui.engine.records.records import LayoutRecord, TensorRecord
+    from hooktui.ui.widgets.values import layout_text, stored_row_labels
+
+    big = 2**63 - 1
+    # Parts that add up to the claimed stored rows, with no value to show: no label built.
+    empty = TensorRecord("x", [2, big, 0], values=[], values_shape=[big, 0],
+                         layout=LayoutRecord("nested", [big, 0], parts=[[big, 0], [0, 0]]))
+    two_rows = TensorRecord("x", [2, big, 3], values=[1.0] * 6, values_shape=[2, 3],
+                            layout=LayoutRecord("nested", [big, 3], parts=[[big, 3], [0, 3]]))
+    assert stored_row_labels(empty) == []
+    assert stored_row_labels(two_rows) == ["0:0", "0:1"]
+    assert layout_text(two_rows).startswith("nested: 2 parts")

@@ -8,6 +8,7 @@ it, every one of them. Otherwise stepping past the kept block says so."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from rich.text import Text
@@ -75,7 +76,11 @@ def stored_row_labels(tensor: TensorRecord) -> list[str] | None:
     parts = layout.parts or []
     if not parts or any(len(p) != 2 for p in parts) or sum(p[0] for p in parts) != layout.stored[0]:
         return None  # not joined row by row (engine/summaries/layouts.py flattens those)
-    return [f"{k}:{r}" for k, p in enumerate(parts) for r in range(p[0])][: tensor.values_shape[0]]
+    # As many labels as the values fill rows, never as many as a trace file's parts claim.
+    cols = tensor.values_shape[1]
+    shown = min(tensor.values_shape[0], len(tensor.values or ()) // cols) if cols else 0
+    rows = ((k, r) for k, p in enumerate(parts) for r in range(p[0]))
+    return [f"{k}:{r}" for k, r in itertools.islice(rows, shown)]
 
 
 def live_tensor(app, tensor: TensorRecord | None):
