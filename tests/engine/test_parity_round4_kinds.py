@@ -277,3 +277,75 @@ def test_nested_and_sparse_records_round_trip_through_a_trace_file(tmp_path):
         assert laid_out and all(t.values is not None and t.stats is not None for t in laid_out)
     # A dense tensor's line is as it was: no layout key.
     assert '"layout"' not in path.read_text().splitlines()[1]
+
+
+# torch.func transforms of a module inside the step: PyTorch's own full backward hooks raise
+# there, so only the forward firings and the run itself can be compared (README).
+class FuncInside(nn.Module):
+    def __init__(self, how: str):
+        super().__init__()
+        self.fc, self.act, self.how = nn.Linear(3, 2), nn.Tanh(), how
+
+    def forward(self, x):
+        params = {k: v.detach() for k, v in self.fc.named_parameters()}
+
+        def out(p):
+            return torch.func.functional_call(self.fc, p, (x,))
+
+        if self.how == "grad":
+            g = torch.func.grad(lambda p: out(p).sum())(params)["weight"]
+        elif self.how == "vjp":
+            g = torch.func.vjp(out, params)[1](torch.ones(2, 2))[0]["weight"]
+        else:
+            g = torch.func.jacrev(lambda p: out(p).sum())(params)["weight"]
+        return self.act(self.fc(x)).sum() + g.pow(2).sum()
+
+
+def plain_forward_firings(model: nn.Module, x: torch.Tensor) -> tuple[list, torch.Tensor, dict]:
+    """PyTorch's forward hooks only (its full backward hooks raise here): firings, loss, .grads."""
+    names = {id(m): n for n, m in model.named_modules()}
+    log = []
+
+    def keep(t):  # under the transform a hook gets a wrapper (dead afterwards): the value under it
+        while torch._C._functorch.is_functorch_wrapped_tensor(t):
+            t = torch._C._functorch.get_unwrapped(t)
+        return t.detach().clone()
+
+    handles = [h for m in model.modules() for h in (
+        m.register_forward_pre_hook(lambda m, a: log.append(("forward_pre", names[id(m)], [keep(t) for t in _flat(a)]))),
+        m.register_forward_hook(lambda m, a, o: log.append(("forward", names[id(m)], [keep(t) for t in _flat(a) + _flat(o)]))),
+    )]
+    loss = model(x)
+    loss.backward()
+    for handle in handles:
+        handle.remove()
+    return log, loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("how", ["grad", "vjp", "jacrev"])
+def test_torch_func_inside_the_step_forward_firings_as_pytorch_and_run_unchanged(how):
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(1))
+    with_hooks = seeded(FuncInside, how)()
+    with_hooks.fc.register_full_backward_hook(lambda *a: None)
+    with pytest.raises(RuntimeError, match="setup_context"):  # PyTorch's own full backward hooks
+        with_hooks(x)
+
+    expected, loss, grads = plain_forward_firings(seeded(FuncInside, how)(), x)
+    model = seeded(FuncInside, how)()
+    trace = record_all(model, x)
+    assert not trace.failed
+    root = next(e for e in trace.events if e.hook == "forward" and e.module == "")
+    assert root.tensors[-1].values == [loss.item()]
+    # The step's gradients, as PyTorch's post-accumulate view of them (record() leaves .grad as it found it).
+    param_grads = {f"{e.module}.{e.tensors[0].name.removesuffix('.grad')}": e.tensors[0] for e in trace.events if e.hook == "param_grad"}
+    assert param_grads.keys() == grads.keys()
+    for name, record in param_grads.items():
+        assert_record_matches(record, grads[name])
+    forward = [e for e in trace.events if e.hook in ("forward_pre", "forward")]
+    assert [(e.hook, e.module) for e in forward] == [(h, m) for h, m, _ in expected]
+    for event, (_, _, tensors) in zip(forward, expected):
+        for record, tensor in zip(event.tensors, tensors):
+            assert_record_matches(record, tensor)
+    # The transform's own backward fires too, said to be inside a gradient call in forward.
+    inside = [e for e in trace.events if e.phase == "forward" and e.hook.startswith("backward")]
+    assert inside and all(any("torch.autograd.grad() called during the forward pass" in n for n in e.notes) for e in inside)
