@@ -9,7 +9,6 @@ with PyTorch's own post-accumulate-grad hooks on its parameters. Writes what it 
 JSON file named by argv[1]."""
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP1
 from torch.distributed.fsdp import fully_shard
