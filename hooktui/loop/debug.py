@@ -22,6 +22,7 @@ from torch import nn
 from ..engine.analysis.breakpoints import Breakpoint
 from ..engine.records import firing
 from ..engine.run.one_run import claimed
+from ..engine.run.pipeline import is_schedule, stage_of
 from ..engine.run.session import Session, Trace
 from ..engine.run.thread_state import ThreadState
 from ..engine.capture.contain import failure_text
@@ -33,7 +34,8 @@ from .guard import set_aside
 ON_QUIT = ("raise", "return")
 
 
-def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, *, on_quit: str = "raise") -> torch.Tensor:
+def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | None = None, *, on_quit: str = "raise",
+          losses: list | None = None) -> torch.Tensor | None:
     """Run one training step of `model` under hooktui and return its loss (detached).
 
     `step`: a zero-argument callable that runs the forward and returns the loss
@@ -43,6 +45,14 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
     what a plain step leaves (added to gradients already there), so `optimizer.step()`
     trains as without hooktui.
 
+    A pipeline schedule (torch.distributed.pipelining, one stage on this rank): give the
+    schedule as `model` and a step that calls its `step()`, with `losses=` the list given to
+    it on the last stage: `debug(schedule, lambda: schedule.step(target=y, losses=losses),
+    losses=losses)`. This rank's stage module is traced; the schedule runs every
+    microbatch's forward and backward itself, and `debug` returns the mean of `losses`
+    (None on a stage before the last). A step that runs its own backward on a plain module
+    returns None (or pass `losses=`).
+
     With a terminal the app opens; `q` before the step ended raises hooktui.Quit
     (`on_quit="return"`: the rest of the step runs without pausing and `debug` returns).
     Without one (or on a rank other than HOOKTUI_RANK) the step is recorded to a trace
@@ -51,16 +61,20 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
     """
     if on_quit not in ON_QUIT:
         raise ValueError(f"on_quit must be one of {ON_QUIT}, got {on_quit!r}")
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"hooktui.debug needs the model (an nn.Module) first, got {type(model).__name__}")
+    schedule = is_schedule(model)
+    if not isinstance(model, nn.Module) and not schedule:
+        raise TypeError(f"hooktui.debug needs the model (an nn.Module, or a pipeline schedule) first, got {type(model).__name__}")
     user_step = step if callable(step) and not isinstance(step, (torch.Tensor, nn.Module)) else None
     if user_step is not None and loss_fn is not None:
         raise TypeError("hooktui.debug: loss_fn goes with inputs; a step callable computes its loss itself")
+    if user_step is None and (schedule or losses is not None):
+        raise TypeError("hooktui.debug: a pipeline schedule runs under a step that calls its step(): "
+                        "debug(schedule, lambda: schedule.step(...))")
     with claimed("debug"):
-        return _debug(model, step, loss_fn, user_step, on_quit)
+        return _debug(model, step, loss_fn, user_step, on_quit, losses)
 
 
-def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str) -> torch.Tensor:
+def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str, losses: list | None) -> torch.Tensor | None:
     call_site = where.call_site()
     app = where.opens_app()
     distributed = where.process_rank() is not None
@@ -75,10 +89,11 @@ def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str) -> tor
         thread_state=ThreadState.capture(),
         quit_finishes=on_quit == "return",
         pause=app,
-        label=f"{type(model).__name__} (hooktui.debug at {call_site})",
+        label=f"{_name(model)} (hooktui.debug at {call_site})",
+        losses=losses,
         legacy=app,  # the app can show legacy firings (L); a recording counts them only (engine/records/firing.py)
     )
-    with set_aside(model):  # a hooktui.guard on this model: this step is debug's
+    with set_aside(session.model):  # a hooktui.guard on this model: this step is debug's
         if app:
             session.gate.skip_hooks.add("legacy_backward")
             in_app.debug_in_app(session, call_site, on_quit)
@@ -103,8 +118,15 @@ def _outcome(trace: Trace, call_site: str) -> torch.Tensor:
         exception, trace.exception = trace.exception, None
         _add_advice(exception, trace)
         raise exception  # the step's own exception, as the program would have seen it
-    assert trace.loss is not None and trace.state == "finished", trace.state
-    return trace.loss
+    assert trace.state == "finished", trace.state
+    return trace.loss  # None only where the step ran its own backward and gave no loss
+
+
+def _name(model: Any) -> str:
+    if not is_schedule(model):
+        return type(model).__name__
+    module, pipeline, stage = stage_of(model)
+    return f"{type(module).__name__} ({stage} of {pipeline.schedule})"
 
 
 def _add_advice(exception: BaseException, trace: Trace) -> None:

@@ -28,6 +28,7 @@ from torch import nn
 
 from ..records.notes import Note
 from ..summaries import sharded
+from .pipeline_grads import Pipeline
 from .wrappers import WRAPPED_BY
 
 
@@ -51,7 +52,10 @@ class FinalGrad:
 
 
 class GradKinds:
-    def __init__(self, modules: list[tuple[str, nn.Module]]) -> None:
+    def __init__(self, modules: list[tuple[str, nn.Module]], pipeline: Pipeline | None = None) -> None:
+        # A pipeline schedule's stage (pipeline_grads.py), and id(param) -> its backwards so far.
+        self.pipeline = pipeline
+        self._backwards: dict[int, int] = {}
         # id(param) -> the DDP wrapper that all-reduces its gradient.
         self._ddp: dict[int, nn.Module] = {}
         self._fsdp2 = False
@@ -91,6 +95,13 @@ class GradKinds:
     def notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         """What to say on the firing of `param` (held by the module shown as `owner`), and
         the named parts of a FlatParameter's gradient."""
+        said, pieces = self._wrapper_notes(param, owner)
+        if self.pipeline is None:
+            return said, pieces
+        backward = self._backwards[id(param)] = self._backwards.get(id(param), 0) + 1
+        return [self.pipeline.param_grad_note(backward), *said], pieces
+
+    def _wrapper_notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         ddp = self._ddp.get(id(param))
         if ddp is not None:
             if not self._all_reduces(ddp):
@@ -109,6 +120,10 @@ class GradKinds:
         """Once the backward has returned: the final `.grad` of each parameter whose
         `param_grad` firing showed another gradient (`params`: the model's, by the user's
         names). Reads `.grad` and FSDP1's shard layout only: no copy, no collective."""
+        if self.pipeline is not None and self.pipeline.scale != 1:  # after the schedule's scaling
+            note = self.pipeline.final_note()
+            return [FinalGrad(name, p.grad, note, missing=None if p.grad is not None else "no .grad after the step")
+                    for name, p in params if p.requires_grad]
         out = []
         for name, param in params if self._ddp else ():
             ddp = self._ddp.get(id(param))

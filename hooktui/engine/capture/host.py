@@ -19,6 +19,7 @@ from ..autograd.node_hooks import NodeHooks
 from ..records.records import SourceLocation, TensorRecord
 from .contain import Containment
 from .model_walk import ModelWalk
+from .pipeline_grads import Pipeline
 
 
 class Describes(Protocol):
@@ -77,6 +78,7 @@ class ParamGradHost(FinalGradHost, Protocol):
     """param_grads.py."""
 
     defer_hunt: bool
+    pipeline: Pipeline | None  # the step runs a pipeline schedule (pipeline_grads.py)
 
     def reached_calls(self, module_name: str) -> list[tuple[int, int | None]] | None: ...
 

@@ -47,7 +47,7 @@ class ParamGradHooks:
         walked already). A lazy module's parameters take hooks only once its first forward
         has materialised them: call again when backward starts."""
         if self._kinds is None:
-            kinds = self._kinds = GradKinds(self.tracer.walk.modules)
+            kinds = self._kinds = GradKinds(self.tracer.walk.modules, self.tracer.pipeline)
             # Under DDP, its forwards decide whether the backward all-reduces: each is read
             # once it returns, DDP's own _post_forward done (grad_kinds.py).
             for ddp in kinds.ddp_wrappers:

@@ -73,6 +73,7 @@ from .model_walk import ModelWalk
 from .naming import call_tensors, indexed, named_tensors
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
+from .pipeline_grads import Pipeline
 from .source import caller_location, definition_location
 
 
@@ -228,6 +229,9 @@ class Tracer:
         # With `hunting`: read no value while the step runs (hooktui.guard on a device):
         # what needs the non-finite counts is kept and decided at the step's end (hunt.py).
         self.defer_hunt = False
+        # The step runs a pipeline schedule (engine/run/pipeline.py): set before install.
+        self.pipeline: Pipeline | None = None
+        self.starting_kind = "backward"  # the kind of the backward starting (backward_pass)
         # Firing index -> (name, grad_fn) of its tensors, for the creation notes decided later.
         self.note_sources: dict[int, list] = {}
         self._node_watch = hunt.NodeWatch(self)
@@ -458,6 +462,7 @@ class Tracer:
         retain_graph (None: as PyTorch, create_graph). The listeners (`on_backward_start`,
         `on_backward_end`) are told first and last."""
         depth = self._backward_depth
+        self.starting_kind = kind  # for the listener: "backward" (accumulates into .grad) or "grad"
         if self.on_backward_start is not None:
             self.on_backward_start(depth)
         self._backward_depth += 1

@@ -26,7 +26,7 @@ NoteKind = Literal[
     "created_unknown",  # the line that created the node is not known
     "made_outside",  # the node was made outside every module call (the loss, between calls)
     # On a param_grad firing under a wrapper (engine/capture/grad_kinds.py):
-    "grad_kind",  # DDP's or FSDP2's word on which gradient this is
+    "grad_kind",  # DDP's, FSDP2's or a pipeline schedule's word on which gradient this is
     "flat_param",  # "FSDP1 FlatParameter holding {params}: …"
     # On one tensor (TensorRecord.note):
     "held_grad",  # the .grad a parameter held before this backward (param_grads.py)
@@ -76,6 +76,7 @@ _STARTS: tuple[tuple[str, NoteKind], ...] = (
     ("made outside every module call", "made_outside"),
     ("DDP", "grad_kind"),
     ("FSDP2: ", "grad_kind"),
+    ("pipeline schedule ", "grad_kind"),
     ("FSDP1 FlatParameter holding ", "flat_param"),
 )
 _TENSOR_STARTS: tuple[tuple[str, NoteKind], ...] = (

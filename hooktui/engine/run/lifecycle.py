@@ -65,6 +65,7 @@ class TracedRun:
         self.tracer = Tracer(model, emit, options, legacy=legacy, param_grads=param_grads, walk=self.walk,
                              on_backward_start=on_backward_start, on_backward_end=on_backward_end)
         self._lines: hunt.CreationLines | None = None
+        self._compiled: bool | None = None  # known at the first note_creation_lines
 
     def begin(self) -> None:
         """The run's device summaries get a budget of their own (lazy_stats.py)."""
@@ -77,8 +78,13 @@ class TracedRun:
 
     # -- while it runs ---------------------------------------------------------------
     def note_creation_lines(self) -> None:
-        """From now on, each forward op notes the line that created it (hunt.py)."""
-        if self._lines is None:
+        """From now on, each forward op notes the line that created it (hunt.py). Never on
+        a torch.compile'd model: the compiler would trace the mode's Python into the
+        model's graph (graph breaks at each op, another compiled graph, gradients that
+        differ in the last bits); its autograd nodes are the compiled graph's own anyway."""
+        if self._compiled is None:
+            self._compiled = any(_is_compiled(m) for _, m in self.walk.modules)
+        if self._lines is None and not self._compiled:
             self._lines = hunt.CreationLines()
             self._lines.__enter__()
 
@@ -110,3 +116,8 @@ class TracedRun:
             lazy_stats.discard_pending(discard)
         lazy_stats.end_run()
         nodes.forget_node_records()
+
+
+def _is_compiled(module: nn.Module) -> bool:
+    """torch.compile(module) (an OptimizedModule) or module.compile()."""
+    return type(module).__name__ == "OptimizedModule" or getattr(module, "_compiled_call_impl", None) is not None

@@ -40,6 +40,7 @@ from . import device_errors
 from .gate import MODEL_ERRORS, Gate
 from .inputs import default_loss, split_inputs
 from .lifecycle import TracedRun
+from .pipeline import is_schedule, mean_loss, stage_of
 from .preserve import preserved_model_state
 from .thread_state import ThreadState
 
@@ -125,6 +126,7 @@ class Session:
         legacy: bool = False,
         param_grads: bool = True,
         keep_events: bool = True,
+        losses: list | None = None,
     ) -> None:
         """`step`: instead of `inputs` (and `loss_fn`), a zero-argument callable that runs the
         forward and returns the loss. `restore_model=False`: leave `.grad` and buffers as the
@@ -133,9 +135,26 @@ class Session:
         `torch.enable_grad()`. `quit_finishes`: `quit()` lets the run go to its end without
         pausing instead of aborting it. `keep_events=False`: `trace.events` keeps only the last
         firing; the others reach `on_event` and are let go (`hooktui trace` prints a run of
-        any length in constant memory)."""
+        any length in constant memory).
+
+        A step may run its own backward (engine/run/pipeline.py): `model` a pipeline schedule
+        (its stage module is traced), or `losses` given (the list the step hands the schedule;
+        its mean is the loss), or a step that ran a backward and returned None. hooktui then
+        calls no backward."""
         if step is not None and (inputs is not None or loss_fn is not None):
             raise TypeError("Session takes either inputs (and loss_fn) or step, not both")
+        self.pipeline = None
+        stage = ""
+        if is_schedule(model):
+            if step is None:
+                raise TypeError("a pipeline schedule runs under a step that calls its step(): "
+                                "step=lambda: schedule.step(...)")
+            model, self.pipeline, stage = stage_of(model)
+        if losses is not None and step is None:
+            raise TypeError("losses go with a step that runs a pipeline schedule")
+        self.losses = losses
+        self._param_grads_seen = 0  # param_grad firings so far: a backward reached the parameters
+        self._own_backwards: list[bool] = []  # for each backward under way: one the step runs itself
         self.model = model
         self.args, self.kwargs = split_inputs(inputs) if step is None else ((), {})
         self.loss_fn = loss_fn
@@ -154,7 +173,10 @@ class Session:
         self._walk = ModelWalk(model)
         self.user_hooks = UserHooks(model, self._walk)
         device = next((str(p.device) for _, p in self._walk.params), "cpu")
-        if step is not None:
+        if step is not None and (self.pipeline is not None or losses is not None):
+            loss_text = loss_label or ("the mean of the microbatch losses in the list given as losses (the last stage's); "
+                                       f"the step ran its own backward{f' ({self.pipeline.schedule}, {stage})' if stage else ''}")
+        elif step is not None:
             loss_text = loss_label or "the loss your step returned (with a GradScaler: the scaled loss)"
         elif loss_fn is None:
             loss_text = "default loss: sum of every floating-point output"
@@ -238,8 +260,10 @@ class Session:
         self._on_event, self._on_state = on_event, on_state
         lazy = self._walk.has_lazy
         run = self._run = TracedRun(self.model, self._emit, self.options, walk=self._walk, user_hooks=self.user_hooks,
-                                    legacy=self.legacy, param_grads=self.param_grads)
+                                    legacy=self.legacy, param_grads=self.param_grads,
+                                    on_backward_start=self._backward_started, on_backward_end=self._backward_ended)
         tracer = self._tracer = run.tracer
+        tracer.pipeline = self.pipeline
         run.begin()
         self._set_state("running")
         final = "finished"
@@ -256,10 +280,16 @@ class Session:
                     run.stop_creation_lines()  # the forward's and the loss's ops have their lines
                     if lazy:  # the first forward has given them their shapes
                         self.trace.info.modules = describe_modules(self.model)
-                    self.trace.loss = loss.detach()
-                    loss.backward()  # the tracer notices it starting (backward_calls.py)
-                    # DDP's and FSDP1's callbacks queued for the backward's end have run: the
-                    # .grad the optimizer will use, where param_grad showed another (final_grads.py).
+                    if loss is None:  # the step ran its own backward (a pipeline schedule's step)
+                        self.trace.loss = mean_loss(self.losses)
+                        if self.pipeline is None and self.losses is None:
+                            self.trace.info.loss = "none: the step ran its own backward and returned None"
+                    else:
+                        self.trace.loss = loss.detach()
+                        loss.backward()  # the tracer notices it starting (backward_calls.py)
+                    # DDP's and FSDP1's callbacks queued for the backward's end have run (a
+                    # schedule's scaling too): the .grad the optimizer will use, where
+                    # param_grad showed another (final_grads.py).
                     tracer.contain.call("recording the final .grad", tracer.backward_returned)
                 finally:
                     run.remove_hooks()  # each part, whatever the other does (lifecycle.py)
@@ -288,14 +318,33 @@ class Session:
     def _grad_state(self):
         return torch.enable_grad() if self.thread_state is None else self.thread_state.applied()
 
-    def _forward_and_loss(self, tracer: Tracer) -> torch.Tensor:
-        """Run the forward and compute the loss (hooktui's way or the user's step)."""
+    def _backward_started(self, depth: int) -> None:
+        """A backward the step runs itself (a schedule's microbatch, not autograd.grad in a
+        forward): its firings are backward's; the next microbatch's forward is forward's."""
+        tracer = self._tracer
+        own = (depth == 0 and self.user_step is not None and tracer is not None and tracer.phase == "forward"
+               and tracer.starting_kind == "backward")
+        self._own_backwards.append(own)
+        if own:
+            tracer.phase = "backward"
+
+    def _backward_ended(self, _depth: int) -> None:
+        if self._own_backwards.pop() and self._tracer is not None:
+            self._tracer.phase = "forward"
+
+    def _forward_and_loss(self, tracer: Tracer) -> torch.Tensor | None:
+        """Run the forward and compute the loss (hooktui's way or the user's step). None: the
+        step ran its own backward."""
         if self.user_step is not None:
             loss = self.user_step()  # the forward and the loss, in the user's code
             self.trace.output = _detached(loss)
             tracer.phase = "backward"
+            if self.pipeline is not None or self.losses is not None or (loss is None and self._param_grads_seen):
+                return None
             self.trace.error_in_loss = True
-            loss = self._checked_loss(loss, "the step must return the loss tensor")
+            hint = ("" if not self._param_grads_seen else " (the step ran a backward itself, as a pipeline schedule's "
+                    "step does: give the schedule as the model, or return None)")
+            loss = self._checked_loss(loss, "the step must return the loss tensor", hint)
         else:
             output = self._run_model_forward()
             self.trace.output = _detached(output)  # a tensor with grad would hold the whole graph
@@ -311,11 +360,11 @@ class Session:
         return self.model(*self.args, **self.kwargs)
 
     @staticmethod
-    def _checked_loss(loss: Any, what: str) -> torch.Tensor:
+    def _checked_loss(loss: Any, what: str, hint: str = "") -> torch.Tensor:
         if not isinstance(loss, torch.Tensor):
-            raise TypeError(f"{what}, got {type(loss).__name__}")
+            raise TypeError(f"{what}{hint}, got {type(loss).__name__}")
         if loss.numel() != 1:
-            raise ValueError(f"the loss must be a single number, got a tensor of shape {tuple(loss.shape)}")
+            raise ValueError(f"the loss must be a single number, got a tensor of shape {tuple(loss.shape)}{hint}")
         if not loss.requires_grad:
             raise ValueError("the loss does not require grad: no parameter or input of the model reaches it")
         return loss
@@ -324,6 +373,8 @@ class Session:
         with self._lock:
             self.trace.events.append(event)
             self._emitted += 1
+            if event.hook == "param_grad":
+                self._param_grads_seen += 1
             if self._emitted % _FREEZE_EVERY == 0:
                 # Records live long and hold no cycles: out of the collector's way, or
                 # each collection walks every record so far (a quadratic run-through).
@@ -404,6 +455,8 @@ def record(model: nn.Module, inputs: Any, loss_fn: Callable[[Any], torch.Tensor]
     """Run forward and backward once with every module hooked, without pausing.
 
     Returns the Trace; `trace.events` are the records `hooktui trace --json` prints.
+    A pipeline schedule: `record(schedule, None, step=lambda: schedule.step(...), losses=losses)`
+    (engine/run/pipeline.py).
     If the model raises, the trace ends with an `error` event and `trace.failed` is true.
     The model is left exactly as it was found.
     """
