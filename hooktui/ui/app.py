@@ -438,7 +438,8 @@ class HooktuiApp(NavigationActions, App):
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
         per_phase = self.history.shown_per_phase()  # what the timeline shows (legacy firings when L shows them)
         phases = " + ".join(f"{n} {phase}" for phase, n in per_phase.items()) or "0"
-        text = f"{phases} firings, {len(self.info.modules)} modules"
+        modules = len(self.info.modules)
+        text = f"{phases} firings, {modules} module{'' if modules == 1 else 's'}"
         if with_time and self.show_timings and self.source.wall_time is not None:
             text += f", ran {self.source.wall_time:.2f} s"
         return text
