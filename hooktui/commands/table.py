@@ -11,8 +11,9 @@ from ..visible import visible_event, visible_info
 
 def format_header(info: TraceInfo) -> str:
     info = visible_info(info)
+    modules = len(info.modules)
     return (
-        f"# {info.model}  ({len(info.modules)} modules, {info.device}, torch {info.torch_version})\n"
+        f"# {info.model}  ({modules} module{'' if modules == 1 else 's'}, {info.device}, torch {info.torch_version})\n"
         f"# backward from: {info.loss}\n"
         f"{'#':>4}  {'phase':8}  {'hook':15}  {'module':24}  {'call':>4}  {'grad_fn':24}  tensors"
     )

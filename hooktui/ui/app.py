@@ -17,7 +17,6 @@ from typing import Generic, TypeVar
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
-from textual.markup import escape as escape_markup
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -32,6 +31,7 @@ from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
+from .palette import palette_commands
 from ..visible import visible
 from .paths import display_path
 from .screens.breakpoints import BreakpointsScreen
@@ -438,7 +438,8 @@ class HooktuiApp(NavigationActions, App):
         """Totals of the run: firings per phase, modules, and (live, unless hidden) wall time."""
         per_phase = self.history.shown_per_phase()  # what the timeline shows (legacy firings when L shows them)
         phases = " + ".join(f"{n} {phase}" for phase, n in per_phase.items()) or "0"
-        text = f"{phases} firings, {len(self.info.modules)} modules"
+        modules = len(self.info.modules)
+        text = f"{phases} firings, {modules} module{'' if modules == 1 else 's'}"
         if with_time and self.show_timings and self.source.wall_time is not None:
             text += f", ran {self.source.wall_time:.2f} s"
         return text
@@ -614,15 +615,7 @@ class HooktuiApp(NavigationActions, App):
         self.push_screen(ErrorScreen(error, last))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for keys, description, action in key_help(self):
-            name = action.partition("(")[0]
-            if self.available(name) is not True:
-                continue
-            # The palette reads titles and help as markup: escape them (`[` is a key).
-            title, help_text = escape_markup(f"{description[0].upper()}{description[1:]}"), escape_markup(f"key: {keys}")
-            yield SystemCommand(title, help_text, lambda a=action: self.run_action(a))
-        # Textual's own Quit would be a second one (ours above says what quitting does).
-        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        return palette_commands(self, screen, super().get_system_commands(screen))
 
     # -- the model's output ----------------------------------------------------------------
     def on_print(self, event: events.Print) -> None:

@@ -5,13 +5,15 @@ Expectations come from plain torch in the test, not from the engine."""
 
 import pytest
 import torch
+from textual import events
 
-from hooktui.engine.analysis.breakpoints import Breakpoint
+from hooktui.engine.analysis.breakpoints import Breakpoint, parse_breakpoint
 from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.breakpoints import BreakpointsScreen
 from hooktui.ui.screens.console import ConsoleScreen
 from hooktui.ui.widgets.explain import ExplainPane
+from burst import burst
 from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, wait_for
 
 
@@ -419,3 +421,29 @@ def test_S_saves_the_live_session_for_view_and_diff(tmp_path, monkeypatch):
     assert [e.to_dict() for e in saved.events] == shown
     assert not (tmp_path / "no-such-folder").exists()
     assert main(["diff", str(tmp_path / "live.jsonl"), str(tmp_path / "live.jsonl")]) == 0
+
+
+def test_K_takes_a_spec_typed_or_pasted_in_one_burst():
+    """Space, `a` and `d` are the table's keys, but not inside a spec that arrives in one burst
+    (typed fast, pasted without bracketed paste): `norm > 1e3` was read as 'norm>1e3' and
+    `module fc1 backward` as 'moulefc1bckwr'. A bracketed paste goes to the input whole."""
+    app = sample_app("seed.py")
+
+    def labels() -> list[str]:
+        return [s.breakpoint.label for s in app.source.breakpoint_list.states()]
+
+    async def script():
+        async with paused_at_start(app) as pilot:
+            await pilot.press("K")
+            burst(app, "norm > 1e3", "enter")
+            await wait_for(pilot, lambda: len(labels()) == 1, "the first breakpoint")
+            burst(app, "module fc1 backward", "enter")
+            await wait_for(pilot, lambda: len(labels()) == 2, "the second breakpoint")
+            app.screen.post_message(events.Paste("absmax > 10 in fc2 forward"))
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: len(labels()) == 3, "the pasted breakpoint")
+            specs = ["norm > 1e3", "module fc1 backward", "absmax > 10 in fc2 forward"]
+            assert labels() == [parse_breakpoint(spec).label for spec in specs]
+            assert str(app.screen.query_one("#bp-message").render()).startswith("added")
+
+    run(script())

@@ -3,6 +3,7 @@ and `j` jump to a call's firings, and only the rows on screen are ever computed.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -197,6 +198,14 @@ def test_nan_rows_are_flagged_by_text_and_the_selection_by_reverse_video():
             flagged = {line[1:5].strip(): line[6:].split()[0] for line in lines[4:] if line[1:5].strip()}
             assert flagged.get("NaN!") in ("encoder", "sq_dist")
             assert any(line[1:5] == "Inf!" and "sqrt" in line for line in lines)
+            # Where every gradient of the encoder's parameters is NaN (plain torch says which
+            # call's row holds them), the cell is the flag and a hatch, not the flag alone.
+            loaded = load_target(SAMPLES / "nan.py")
+            loaded.loss_fn(loaded.model(*loaded.inputs)).backward()
+            encoder = loaded.model.encoder
+            assert all(p.grad.isnan().all() for p in encoder.parameters())
+            last_call = next(line for line in lines if line.split()[1:3] == ["encoder", "1"])
+            assert re.search(r"NaN! ▚{3,}\s*$", last_call), last_call
             strips = app.screen._compositor.render_strips()
             selected = overview(app).selected
             y = next(i for i, line in enumerate(lines) if line.startswith("▶"))

@@ -189,3 +189,16 @@ def test_focus_is_shown_by_shape_not_only_colour():
             assert not header_reversed() and "▐" in rows[1]
 
     run(script())
+
+
+def test_one_module_is_not_modules():
+    """`(1 modules, ...` in trace's header and the run's totals."""
+    from hooktui.commands.table import format_header
+    from hooktui.engine.records.records import ModuleInfo, TraceInfo
+
+    one = TraceInfo("one.py", [ModuleInfo("", "Linear")], "sum")
+    two = TraceInfo("two.py", [ModuleInfo("", "Sequential"), ModuleInfo("0", "Linear")], "sum")
+    assert "(1 module, cpu" in format_header(one)
+    assert "(2 modules, cpu" in format_header(two)
+    app = HooktuiApp(recorded=(one, []))
+    assert app.summary(with_time=False).endswith(" firings, 1 module")

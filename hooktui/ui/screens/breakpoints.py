@@ -62,14 +62,35 @@ class BreakpointsScreen(ModalScreen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """A spec typed straight away (`nan`, `norm > 1e3`, `if ...`) goes to the input: any
-        printable key that is not one of the table's own (a, d, space) starts it."""
-        table = self.query_one(DataTable)
-        if table.has_focus and event.is_printable and event.character not in ("a", "d", " "):
-            box = self.query_one(Input)
-            box.focus()
-            box.insert_text_at_cursor(event.character)
+        printable key that is not one of the table's own (a, d, space) starts it.
+
+        Keys typed fast or pasted arrive in one burst, and the app hands each to the widget
+        that has focus *when it reads it*: the rest of a burst that opened the input is still
+        queued at the table, and reaches here with the input focused (the input takes its own
+        printable keys, so those never get here). They are the input's, space, `a` and `d`
+        included (`module enc backward` became 'mouleencbckwr')."""
+        if not event.is_printable:
+            return
+        # `focused`, not `has_focus`: that one follows the Focus message, later than set_focus.
+        if self.focused is self.query_one(Input) or (
+            self.focused is self.query_one(DataTable) and event.character not in ("a", "d", " ")
+        ):
+            self._to_input().insert_text_at_cursor(event.character)
             event.stop()
             event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A spec pasted while the table has focus (a terminal's bracketed paste) is the
+        input's, whole: none of its characters acts as a key of the table."""
+        if self.focused is not self.query_one(Input):
+            self._to_input().insert_text_at_cursor(event.text.replace("\n", " ").strip())
+            event.stop()
+
+    def _to_input(self) -> Input:
+        """Focus the input at once (`Widget.focus()` waits for the message queue)."""
+        box = self.query_one(Input)
+        self.set_focus(box)
+        return box
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -89,7 +110,7 @@ class BreakpointsScreen(ModalScreen[None]):
 
     def _selected(self) -> BreakpointState | None:
         table = self.query_one(DataTable)
-        if not self._states or not table.has_focus:
+        if not self._states or self.focused is not table:
             return None
         return self._states[table.cursor_row]
 
@@ -106,7 +127,7 @@ class BreakpointsScreen(ModalScreen[None]):
             self._fill()
 
     def action_add(self) -> None:
-        self.query_one(Input).focus()
+        self._to_input()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
         text = message.value.strip()
@@ -122,7 +143,7 @@ class BreakpointsScreen(ModalScreen[None]):
         message.input.value = ""
         note.update(Text(f"added: {bp.label}"))
         self._fill()
-        self.query_one(DataTable).focus()
+        self.set_focus(self.query_one(DataTable))  # at once: see _to_input
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -24,7 +24,7 @@ from ..widgets.status import StatusInfo, StatusLine
 # Two lines that fit 80 columns each.
 LEGEND = (
     f"bars on a log scale, 1e{LOG_LOW} … 1e{LOG_HIGH}  ·  output: █ std, ░ abs-max (the number)\n"
-    "∇: L2 norm of the gradient  ·  NaN! Inf!: non-finite values  ·  ▶ current call"
+    "∇: L2 norm of the gradient  ·  NaN! Inf! ▚: non-finite  ·  ▶ current call"
 )
 KEYS = "w/esc: back  enter: its first firing  j: its backward  ↑↓: select  n c: step"
 

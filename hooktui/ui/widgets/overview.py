@@ -40,6 +40,7 @@ from .timeline import module_label
 LOG_LOW, LOG_HIGH = -8, 4
 EIGHTHS = " ▏▎▍▌▋▊▉"
 FULL, LIGHT = "█", "░"
+NONFINITE = "▚"  # a column whose every value is NaN/Inf: a hatch the width of the bar
 
 
 def bar_level(value: float | None, width: int) -> int:
@@ -357,4 +358,9 @@ class OverviewRows(ScrollView, can_focus=True):
         else:
             pieces.append((short_number(shown.value).rjust(NUMBER), dim if shown.value is None else None))
         pieces.append((" ", None))
+        if flag and bar_level(quantity.value, self._bar) == 0 and bar_level(light, self._bar) == 0:
+            # Every value non-finite (a NaN weight gradient): no finite size to draw, but a row
+            # that is all NaN must not look emptier than one with a few (their bars show).
+            pieces.append((NONFINITE * self._bar, error))
+            return
         pieces.append((bar(quantity.value, self._bar, light), style))
