@@ -13,7 +13,11 @@ per module call we hook existing autograd nodes instead, and the numbers are PyT
   arrives there is the sum over every use outside the call, after the tensor hooks a
   caller put on it, exactly what PyTorch's wrapper hands backward_pre), unless something
   inside the call also consumes it: then it is the sum of the post-hooks of the nodes
-  created after the call that consume it.
+  created after the call that consume it. The elements of a tuple made by different nodes
+  are taken that way too, all but the newest (`_early_slots`): PyTorch's one wrapper for
+  the tuple runs once every element's uses have, not when the oldest element's node does.
+  A backward that reaches one element only still fires the calls that made the others
+  (`_nones_upstream`), as that wrapper passes None on for them.
 - grad_input: the nodes created during the call (their sequence numbers fall between the
   pre- and post-hook) that consume a positional input's gradient edge (taken before the
   call), anywhere in the graph (also an aux loss that leaves the call by an attribute).
@@ -174,6 +178,13 @@ class _Backward:
     seen: set[int] = field(default_factory=set)
     unreached: list[_Call] = field(default_factory=list)
     note: str | None = None
+    # Its gradient watches: closed when it ends (a node it watched that did not run here
+    # may run in a later backward over a retained graph, which has watches of its own).
+    watches: list[GradWatch] = field(default_factory=list)
+    # Nodes the None an output wrapper passes on has reached (`_nones_upstream`).
+    nulled: set[int] = field(default_factory=set)
+    # (id(node), output_nr) of each root -> the gradient it starts from.
+    seeds: dict[tuple[int, int], Any] = field(default_factory=dict)
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -452,16 +463,19 @@ class Tracer:
 
     # -- backward: where the watches go --------------------------------------------
     @contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None,
+                      *, inputs: list[torch.Tensor] = (), seeds: list[tuple[torch.Tensor, torch.Tensor | None]] = ()):
         """Around one torch.autograd.backward / grad call (backward_calls.py). `keep_graph`:
-        retain_graph (None: as PyTorch, create_graph). The listeners (`on_backward_start`,
-        `on_backward_end`) are told first and last."""
+        retain_graph (None: as PyTorch, create_graph); `inputs`: the tensors it was asked
+        for (`inputs=`), if any; `seeds`: (root, its gradient as given, None for the
+        implicit one). The listeners (`on_backward_start`, `on_backward_end`) are told
+        first and last."""
         depth = self._backward_depth
         if self.on_backward_start is not None:
             self.on_backward_start(depth)
         self._backward_depth += 1
         try:
-            with self._one_backward(roots, kind, create_graph, keep_graph):
+            with self._one_backward(roots, kind, create_graph, keep_graph, inputs, seeds):
                 yield
         finally:
             self._backward_depth -= 1
@@ -469,7 +483,8 @@ class Tracer:
                 self.on_backward_end(depth)
 
     @contextmanager
-    def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None):
+    def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None,
+                      inputs: list[torch.Tensor] = (), seeds: list = ()):
         note = None
         if self.phase == "forward":
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
@@ -488,14 +503,18 @@ class Tracer:
         try:
             with collector.paused_then_frozen():
                 contain.call("placing its gradient watches for this backward", self._place_watches, roots, note,
-                             create_graph if keep_graph is None else keep_graph, create_graph)
+                             create_graph if keep_graph is None else keep_graph, create_graph,
+                             inputs if kind == "backward" else (), seeds)
             yield
             contain.call("its firings at the end of this backward", self._release, None)
         finally:
+            for watch in current.watches:
+                watch.close()
             nodes.backward_ended()
             self._backwards.remove(current)
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False,
+                       inputs: list[torch.Tensor] = (), seeds: list = ()) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -517,8 +536,10 @@ class Tracer:
                     graph.append(nxt)
         current = self._backwards[-1]
         current.seen, current.note = seen, note
+        inner = _inner_returns_of_inputs(self._calls, inputs, seen) if inputs else {}
+        current.seeds = _seed_grads(seeds)
         for call in self._calls:
-            if not self._watch_call(_Pass(call, note), consumers, seen):
+            if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
         release = self._release
         contained = self.contain.hook
@@ -541,14 +562,18 @@ class Tracer:
         if self.hunting:
             self._node_watch.watch(graph)
 
-    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> bool:
+    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int], skipped: tuple[int, ...] = ()) -> bool:
         """Watch the call's gradients in this backward; False when none of its outputs is
-        in its graph."""
+        in its graph. `skipped`: slots this backward stops at before they reach this call
+        (`_inner_returns_of_inputs`)."""
         call = state.call
         inside = self._placement.inside
+        watches = self._backwards[-1].watches
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
+        watches.append(outputs)
+        early = _early_slots(call.slots, seen, skipped)
         for k, slot in enumerate(call.slots):
-            if slot.edge is None or id(slot.edge[0]) not in seen:
+            if slot.edge is None or id(slot.edge[0]) not in seen or k in skipped:
                 continue
             node, nr = slot.edge
             users = consumers.get((id(node), nr), [])
@@ -558,7 +583,7 @@ class Tracer:
                 # Worker threads number their nodes from counters of their own: one made
                 # there outside any module call can look made inside this call.
                 state.by_number.append(slot.name)
-            if not slot.before_hooks and len(callers) == len(users):
+            if not slot.before_hooks and len(callers) == len(users) and k not in early:
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
             # Also used inside the call (or by a node a create_graph backward built from a
@@ -567,7 +592,10 @@ class Tracer:
                 state.merged_uses.append(slot.name)
             for consumer, position in callers:
                 outputs.watch(consumer, k, position, grad_inputs=True, output_side=True)
-            if not users:
+            seed = self._backwards[-1].seeds.get((id(node), nr)) if k in early and not users else None
+            if seed is not None:
+                outputs.preset(k, seed)  # a root of this backward, known now (as PyTorch's wrapper, run first)
+            elif not users:
                 outputs.watch(node, k, nr)  # a root of this backward: its grad is the seed
             if slot.inner_hooks:
                 # What arrives at the node after the module's own hooks on this output.
@@ -575,6 +603,7 @@ class Tracer:
         if not outputs.nodes:
             return False  # no output of this call reaches this backward
         inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
+        watches.append(inputs)
         for i, (node, nr) in call.input_edges.items():
             users = consumers.get((id(node), nr), [])
             if i in call.hooked_inputs:
@@ -619,6 +648,8 @@ class Tracer:
             extra = {"target": slot.target, "extra": slot.extra}
             if slot.missing is not None:
                 record, grad = stats.missing(slot.name, slot.missing, **extra), None
+            elif grad is None and len(call.slots) > 1 and self._backwards and _skipped_path(slot, self._backwards[-1].seen):
+                record = stats.missing(slot.name, UNNEEDED_ELEMENT, **extra)
             elif grad is None:
                 record = stats.missing(slot.name, "no gradient reached this output (the loss does not depend on it)", **extra)
             else:
@@ -640,6 +671,7 @@ class Tracer:
                        scope={"grad_output": tuple(None if s.missing else g for s, g in zip(call.slots, grads))})
         state.grad_outputs = list(grads)
         state.after_hooks.clear()
+        self._nones_upstream(call, grads)
         if _is_compiled_wrapper(call.module):
             return  # PyTorch never fires the full backward hook of torch.compile's wrapper
         if not call.input_edges:
@@ -736,6 +768,43 @@ class Tracer:
         state.grad_outputs = []
         if unreached_inputs and not early:
             self._zeros_upstream(call, unreached_inputs)
+
+    def _nones_upstream(self, call: _Call, grads: list) -> None:
+        """Elements of `call`'s tuple output that this backward does not reach, while it
+        reaches another element (backward from `output[0]` alone). PyTorch's output wrapper
+        is one node for the whole tuple: it runs, and passes None on for those elements, so
+        the calls that made them fire too: backward_pre with None, then their backward with
+        zeros (their input wrapper turns None into zeros, which go on upstream:
+        `_zeros_upstream`), or early with None when no input of theirs needs grad. The None
+        goes through plain ops, and through the calls that need no input grad, down to the
+        first input wrapper on each path."""
+        if not self._backwards:
+            return
+        current = self._backwards[-1]
+        start = [slot.edge[0] for slot, grad in zip(call.slots, grads)
+                 if grad is None and slot.edge is not None and not slot.extra
+                 and id(slot.edge[0]) not in current.seen and id(slot.edge[0]) not in current.nulled]
+        if not start or not current.unreached:
+            return
+        region = _reach(start, current.seen)
+        current.nulled |= region
+        blocked: set[int] = set()  # past an input wrapper: zeros, not None
+        why = (f"None: this backward does not reach this output, made for an element of the tuple {call.name or 'the root'} "
+               "returned, while it reaches another element; PyTorch's hook wrapper on that tuple passes None on for it, "
+               "so this call's hooks fire too")
+        note = why if current.note is None else f"{current.note}; {why}"
+        # Outermost first: a call's input wrapper stops the None before the calls that made its inputs.
+        for other in sorted(current.unreached, key=lambda c: c.out_key, reverse=True):
+            hit = any(s.edge is not None and not s.extra and id(s.edge[0]) in region and id(s.edge[0]) not in blocked
+                      for s in other.slots)
+            if not hit:
+                continue
+            current.unreached.remove(other)
+            state = _Pass(other, note, zeros=True)
+            self._on_grad_output(state, [None] * len(other.slots))
+            if other.input_edges:
+                blocked |= _reach([node for node, _ in other.input_edges.values()], current.seen)
+                self._on_grad_input(state, [None] * other.n_args, [])
 
     def _zeros_upstream(self, call: _Call, inputs: list[int]) -> None:
         """Inputs of `call` that need grad but got none through it (used only where no
@@ -960,6 +1029,111 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
         return node, tensor.output_nr
     edge = get_gradient_edge(tensor)
     return edge.node, edge.output_nr
+
+
+UNNEEDED_ELEMENT = (
+    "None here, where PyTorch's hook has a gradient: this backward was asked for some inputs only "
+    "(backward(inputs=...), autograd.grad) and the path from the loss to this element leads to none of them, "
+    "so autograd skips it; PyTorch's hook wraps the whole tuple in one node, which every element's path "
+    "then leads to, so with its hooks installed that path runs (hooktui runs nothing extra)")
+
+
+def _skipped_path(slot: OutputSlot, seen: set[int]) -> bool:
+    """Whether the running backward skips the node that made this (tuple element's) tensor
+    while it is in the backward's graph (`seen`): `inputs=` asked for others."""
+    return slot.edge is not None and id(slot.edge[0]) in seen and not _will_run(slot.edge[0])
+
+
+def _seed_grads(seeds: list) -> dict[tuple[int, int], Any]:
+    """(id(node), output_nr) of each root needing grad -> the gradient the backward starts
+    it from: as given, or ones for a one-element root given none (torch.autograd's rule)."""
+    found: dict[tuple[int, int], Any] = {}
+    for root, grad in seeds:
+        if not root.requires_grad or root.grad_fn is None:
+            continue
+        if grad is None:
+            if root.numel() != 1:
+                continue  # PyTorch raises
+            grad = torch.ones_like(root)
+        key = (id(root.grad_fn), root.output_nr)
+        found[key] = grad if key not in found else found[key] + grad
+    return found
+
+
+def _reach(start: list, stop: set[int]) -> set[int]:
+    """ids of the nodes reachable from `start` (themselves included) not passing through `stop`."""
+    region: set[int] = set()
+    frontier = list(start)
+    while frontier:
+        node = frontier.pop()
+        if node is None or id(node) in stop or id(node) in region:
+            continue
+        region.add(id(node))
+        frontier.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return region
+
+
+def _early_slots(slots: list[OutputSlot], seen: set[int], skipped: tuple[int, ...]) -> set[int]:
+    """Slots of a tuple output whose gradient is taken from the uses after the call (their
+    post-hooks) rather than at the node that made them.
+
+    PyTorch's output wrapper is one node for the whole tuple: it runs, and backward_pre
+    fires, as soon as every element's uses have run. Elements made by different nodes
+    (two heads, `return self.head_a(x), self.head_b(x)`) would otherwise be complete only
+    when the *oldest* of those nodes runs, after the whole backward of the newer ones (and
+    the firings of the calls inside that made them). The newest node runs right after the
+    last use, when the wrapper would: its slot stays at its pre-hook (after the caller's
+    tensor hooks), as does an element the caller put a hook on that is still alive."""
+    made_by = {id(s.edge[0]): s.edge[0] for k, s in enumerate(slots)
+               if s.edge is not None and not s.extra and id(s.edge[0]) in seen and k not in skipped}
+    if len(made_by) < 2:
+        return set()
+    newest = max(made_by.values(), key=nodes.seq_of)
+    return {k for k, s in enumerate(slots) if s.edge is not None and not s.extra and id(s.edge[0]) in made_by
+            and s.edge[0] is not newest and not s.caller_hooked()}
+
+
+def _inner_returns_of_inputs(calls: list[_Call], inputs: list[torch.Tensor], seen: set[int]) -> dict[int, tuple[int, ...]]:
+    """`backward(inputs=[h])` with `h` a module's output: the engine runs `h`'s own node
+    (its hooks see the gradient, which it adds to `h.grad`) and nothing past it. With
+    PyTorch's hooks, `h`'s node is the wrapper of the outermost call that returned `h`:
+    only that call's backward_pre fires, not those of the calls inside it that returned
+    the same tensor (their wrappers lie past it). Those calls' slots, by id(call): none
+    where `h`'s node also leads to another input (then everything past it runs)."""
+    wanted: dict[tuple[int, int], Any] = {}
+    for tensor in inputs:
+        if tensor.requires_grad and tensor.grad_fn is not None:
+            wanted[(id(tensor.grad_fn), tensor.output_nr)] = tensor.grad_fn
+    skipped: dict[int, list[int]] = defaultdict(list)
+    for key, node in wanted.items():
+        if id(node) not in seen or _leads_to(node, {k for k in wanted if k[0] != key[0]}):
+            continue
+        returned = [(call, k) for call in calls for k, slot in enumerate(call.slots)
+                    if slot.edge is not None and not slot.extra and (id(slot.edge[0]), slot.edge[1]) == key]
+        if len(returned) < 2:
+            continue
+        outermost = max(call.out_key for call, _ in returned)
+        for call, k in returned:
+            if call.out_key != outermost:
+                skipped[id(call)].append(k)
+    return {key: tuple(ks) for key, ks in skipped.items()}
+
+
+def _leads_to(node, edges: set[tuple[int, int]]) -> bool:
+    """Whether a path from `node` (past it) reaches one of `edges` ((id(node), output_nr))."""
+    if not edges:
+        return False
+    targets = {node_id for node_id, _ in edges}
+    stack, visited = [node], {id(node)}
+    while stack:
+        for nxt, _nr in stack.pop().next_functions:
+            if nxt is None or id(nxt) in visited:
+                continue
+            if id(nxt) in targets:
+                return True
+            visited.add(id(nxt))
+            stack.append(nxt)
+    return False
 
 
 def _will_run(node) -> bool:
