@@ -93,6 +93,34 @@ def test_backward_asked_for_one_heads_parameters_shows_none_for_the_other_elemen
     assert sum(unlike(0, t) for e in events for t in e.tensors) == 1  # the root's grad_output[0], once
 
 
+class AttentionBlock(nn.Module):
+    """Returns (feed-forward output, per-head attention weights): the weights come from
+    inside MultiheadAttention (made before the feed-forward ran)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(4, 2, add_bias_kv=True, add_zero_attn=True, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 4))
+
+    def forward(self, x):
+        out, weights = self.attn(x, x, x, average_attn_weights=False)
+        return self.ff(out), weights
+
+
+def test_multihead_attention_with_per_head_weights_in_the_loss():
+    def build():
+        torch.manual_seed(0)
+        return AttentionBlock()
+
+    q = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(2))
+
+    def step(model):
+        out, weights = model(q)
+        return out.pow(2).sum() + (weights * torch.arange(weights.numel()).reshape(weights.shape)).sum()
+
+    assert_step_same_as_pytorch(build, step)
+
+
 # 2. A tuple element that gets no gradient -------------------------------------------------
 
 
