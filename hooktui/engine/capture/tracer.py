@@ -14,7 +14,7 @@ per module call we hook existing autograd nodes instead, and the numbers are PyT
   caller put on it, exactly what PyTorch's wrapper hands backward_pre), unless something
   inside the call also consumes it: then it is the sum of the post-hooks of the nodes
   created after the call that consume it. The elements of a tuple made by different nodes
-  are taken that way too, all but the newest (`_early_slots`): PyTorch's one wrapper for
+  are taken that way too, all but the newest (tuple_wrapper.py): PyTorch's one wrapper for
   the tuple runs once every element's uses have, not when the oldest element's node does.
   A backward that reaches one element only still fires the calls that made the others
   (`_nones_upstream`), as that wrapper passes None on for them.
@@ -68,7 +68,7 @@ from ..records.notes import Note
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall
 from ..summaries import sharded, stats
-from . import backward_calls, collector, hunt, scripted
+from . import backward_calls, collector, hunt, scripted, tuple_wrapper
 from .call_outputs import OutputSlot, output_slots
 from .contain import Containment, failure_text
 from .final_grads import fire_final_grads
@@ -536,8 +536,8 @@ class Tracer:
                     graph.append(nxt)
         current = self._backwards[-1]
         current.seen, current.note = seen, note
-        inner = _inner_returns_of_inputs(self._calls, inputs, seen) if inputs else {}
-        current.seeds = _seed_grads(seeds)
+        inner = tuple_wrapper.inner_returns_of_inputs(self._calls, inputs, seen) if inputs else {}
+        current.seeds = tuple_wrapper.seed_grads(seeds)
         for call in self._calls:
             if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
@@ -565,13 +565,13 @@ class Tracer:
     def _watch_call(self, state: _Pass, consumers: dict, seen: set[int], skipped: tuple[int, ...] = ()) -> bool:
         """Watch the call's gradients in this backward; False when none of its outputs is
         in its graph. `skipped`: slots this backward stops at before they reach this call
-        (`_inner_returns_of_inputs`)."""
+        (`tuple_wrapper.inner_returns_of_inputs`)."""
         call = state.call
         inside = self._placement.inside
         watches = self._backwards[-1].watches
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
         watches.append(outputs)
-        early = _early_slots(call.slots, seen, skipped)
+        early = tuple_wrapper.early_slots(call.slots, seen, skipped)
         for k, slot in enumerate(call.slots):
             if slot.edge is None or id(slot.edge[0]) not in seen or k in skipped:
                 continue
@@ -648,8 +648,8 @@ class Tracer:
             extra = {"target": slot.target, "extra": slot.extra}
             if slot.missing is not None:
                 record, grad = stats.missing(slot.name, slot.missing, **extra), None
-            elif grad is None and len(call.slots) > 1 and self._backwards and _skipped_path(slot, self._backwards[-1].seen):
-                record = stats.missing(slot.name, UNNEEDED_ELEMENT, **extra)
+            elif grad is None and len(call.slots) > 1 and self._backwards and tuple_wrapper.skipped_path(slot, self._backwards[-1].seen):
+                record = stats.missing(slot.name, tuple_wrapper.UNNEEDED_ELEMENT, **extra)
             elif grad is None:
                 record = stats.missing(slot.name, "no gradient reached this output (the loss does not depend on it)", **extra)
             else:
@@ -689,7 +689,7 @@ class Tracer:
         if _is_compiled_wrapper(state.call.module):
             return
         edges = state.call.input_edges
-        if edges and not state.zeros and not any(_will_run(node) for node, _ in edges.values()):
+        if edges and not state.zeros and not any(tuple_wrapper.will_run(node) for node, _ in edges.values()):
             # This backward wants no input's gradient (torch.autograd.grad(inputs=...)
             # asks for others): PyTorch's input wrapper never runs, nor its hook.
             return
@@ -786,7 +786,7 @@ class Tracer:
                  and id(slot.edge[0]) not in current.seen and id(slot.edge[0]) not in current.nulled]
         if not start or not current.unreached:
             return
-        region = _reach(start, current.seen)
+        region = tuple_wrapper.reach(start, current.seen)
         current.nulled |= region
         blocked: set[int] = set()  # past an input wrapper: zeros, not None
         why = (f"None: this backward does not reach this output, made for an element of the tuple {call.name or 'the root'} "
@@ -803,7 +803,7 @@ class Tracer:
             state = _Pass(other, note, zeros=True)
             self._on_grad_output(state, [None] * len(other.slots))
             if other.input_edges:
-                blocked |= _reach([node for node, _ in other.input_edges.values()], current.seen)
+                blocked |= tuple_wrapper.reach([node for node, _ in other.input_edges.values()], current.seen)
                 self._on_grad_input(state, [None] * other.n_args, [])
 
     def _zeros_upstream(self, call: _Call, inputs: list[int]) -> None:
@@ -1029,119 +1029,6 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
         return node, tensor.output_nr
     edge = get_gradient_edge(tensor)
     return edge.node, edge.output_nr
-
-
-UNNEEDED_ELEMENT = (
-    "None here, where PyTorch's hook has a gradient: this backward was asked for some inputs only "
-    "(backward(inputs=...), autograd.grad) and the path from the loss to this element leads to none of them, "
-    "so autograd skips it; PyTorch's hook wraps the whole tuple in one node, which every element's path "
-    "then leads to, so with its hooks installed that path runs (hooktui runs nothing extra)")
-
-
-def _skipped_path(slot: OutputSlot, seen: set[int]) -> bool:
-    """Whether the running backward skips the node that made this (tuple element's) tensor
-    while it is in the backward's graph (`seen`): `inputs=` asked for others."""
-    return slot.edge is not None and id(slot.edge[0]) in seen and not _will_run(slot.edge[0])
-
-
-def _seed_grads(seeds: list) -> dict[tuple[int, int], Any]:
-    """(id(node), output_nr) of each root needing grad -> the gradient the backward starts
-    it from: as given, or ones for a one-element root given none (torch.autograd's rule)."""
-    found: dict[tuple[int, int], Any] = {}
-    for root, grad in seeds:
-        if not root.requires_grad or root.grad_fn is None:
-            continue
-        if grad is None:
-            if root.numel() != 1:
-                continue  # PyTorch raises
-            grad = torch.ones_like(root)
-        key = (id(root.grad_fn), root.output_nr)
-        found[key] = grad if key not in found else found[key] + grad
-    return found
-
-
-def _reach(start: list, stop: set[int]) -> set[int]:
-    """ids of the nodes reachable from `start` (themselves included) not passing through `stop`."""
-    region: set[int] = set()
-    frontier = list(start)
-    while frontier:
-        node = frontier.pop()
-        if node is None or id(node) in stop or id(node) in region:
-            continue
-        region.add(id(node))
-        frontier.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
-    return region
-
-
-def _early_slots(slots: list[OutputSlot], seen: set[int], skipped: tuple[int, ...]) -> set[int]:
-    """Slots of a tuple output whose gradient is taken from the uses after the call (their
-    post-hooks) rather than at the node that made them.
-
-    PyTorch's output wrapper is one node for the whole tuple: it runs, and backward_pre
-    fires, as soon as every element's uses have run. Elements made by different nodes
-    (two heads, `return self.head_a(x), self.head_b(x)`) would otherwise be complete only
-    when the *oldest* of those nodes runs, after the whole backward of the newer ones (and
-    the firings of the calls inside that made them). The newest node runs right after the
-    last use, when the wrapper would: its slot stays at its pre-hook (after the caller's
-    tensor hooks), as does an element the caller put a hook on that is still alive."""
-    made_by = {id(s.edge[0]): s.edge[0] for k, s in enumerate(slots)
-               if s.edge is not None and not s.extra and id(s.edge[0]) in seen and k not in skipped}
-    if len(made_by) < 2:
-        return set()
-    newest = max(made_by.values(), key=nodes.seq_of)
-    return {k for k, s in enumerate(slots) if s.edge is not None and not s.extra and id(s.edge[0]) in made_by
-            and s.edge[0] is not newest and not s.caller_hooked()}
-
-
-def _inner_returns_of_inputs(calls: list[_Call], inputs: list[torch.Tensor], seen: set[int]) -> dict[int, tuple[int, ...]]:
-    """`backward(inputs=[h])` with `h` a module's output: the engine runs `h`'s own node
-    (its hooks see the gradient, which it adds to `h.grad`) and nothing past it. With
-    PyTorch's hooks, `h`'s node is the wrapper of the outermost call that returned `h`:
-    only that call's backward_pre fires, not those of the calls inside it that returned
-    the same tensor (their wrappers lie past it). Those calls' slots, by id(call): none
-    where `h`'s node also leads to another input (then everything past it runs)."""
-    wanted: dict[tuple[int, int], Any] = {}
-    for tensor in inputs:
-        if tensor.requires_grad and tensor.grad_fn is not None:
-            wanted[(id(tensor.grad_fn), tensor.output_nr)] = tensor.grad_fn
-    skipped: dict[int, list[int]] = defaultdict(list)
-    for key, node in wanted.items():
-        if id(node) not in seen or _leads_to(node, {k for k in wanted if k[0] != key[0]}):
-            continue
-        returned = [(call, k) for call in calls for k, slot in enumerate(call.slots)
-                    if slot.edge is not None and not slot.extra and (id(slot.edge[0]), slot.edge[1]) == key]
-        if len(returned) < 2:
-            continue
-        outermost = max(call.out_key for call, _ in returned)
-        for call, k in returned:
-            if call.out_key != outermost:
-                skipped[id(call)].append(k)
-    return {key: tuple(ks) for key, ks in skipped.items()}
-
-
-def _leads_to(node, edges: set[tuple[int, int]]) -> bool:
-    """Whether a path from `node` (past it) reaches one of `edges` ((id(node), output_nr))."""
-    if not edges:
-        return False
-    targets = {node_id for node_id, _ in edges}
-    stack, visited = [node], {id(node)}
-    while stack:
-        for nxt, _nr in stack.pop().next_functions:
-            if nxt is None or id(nxt) in visited:
-                continue
-            if id(nxt) in targets:
-                return True
-            visited.add(id(nxt))
-            stack.append(nxt)
-    return False
-
-
-def _will_run(node) -> bool:
-    """Whether the running backward will execute `node` (or capture its gradient)."""
-    try:
-        return torch._C._will_engine_execute_node(node)
-    except RuntimeError:  # asked outside a backward: cannot tell
-        return True
 
 
 def _hook_count(tensor: torch.Tensor) -> int:
