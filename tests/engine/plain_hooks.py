@@ -114,8 +114,10 @@ def default_loss(output: Any) -> torch.Tensor:
     return total
 
 
-def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None, loss_fn=None) -> tuple[list[Firing], Any]:
-    """Forward + backward with PyTorch's module hooks on every module; (firings, output)."""
+def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None, loss_fn=None, step=None) -> tuple[list[Firing], Any]:
+    """Forward + backward with PyTorch's module hooks on every module; (firings, output).
+    `step(model)`: instead of `model(*args)` and the loss, runs the forward (and any
+    backward of its own) and returns the loss that is then backpropagated."""
     kwargs = kwargs or {}
     names = {id(m): n for n, m in model.named_modules()}
     counts: dict[str, int] = {}
@@ -172,8 +174,11 @@ def plain_firings(model: nn.Module, args: tuple = (), kwargs: dict | None = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Full backward hook is firing when ..." is expected
-            output = model(*args, **kwargs)
-            loss = (loss_fn or default_loss)(output)
+            if step is not None:
+                output = loss = step(model)
+            else:
+                output = model(*args, **kwargs)
+                loss = (loss_fn or default_loss)(output)
             loss.backward()
     finally:
         for handle in handles:
@@ -334,3 +339,43 @@ def assert_same_as_pytorch(build, make_inputs, loss_fn=None, *, engine_only=None
             assert event.grad_fn == call.grad_fn
             assert event.forward_index == call.index
     return trace.events
+
+
+def assert_step_same_as_pytorch(build, step, unlike=None) -> list:
+    """`hooktui.record(model, step=...)` of `build()` fires exactly what PyTorch's full module
+    hooks fire on an identical twin running the same `step(model)` (which may run backwards
+    of its own before returning the loss): same sequence, call numbers, slots, `None`s and
+    values, in every backward. Returns the hooktui events.
+
+    `unlike(position, record)`: the slots where hooktui is known to show `None` where
+    PyTorch has a tensor (`position`: the firing's place among the module firings); each
+    must be such a slot, and each must be found."""
+    import hooktui
+    from hooktui.engine.summaries.stats import StatsOptions
+
+    expected, _ = plain_firings(build(), step=step)
+    model = build()
+    trace = hooktui.record(model, None, step=lambda: step(model), options=StatsOptions(max_values=1 << 20))
+    assert not trace.failed, trace.error and trace.error.traceback
+    events = [e for e in trace.events if e.hook in MODULE_HOOKS]
+    got = engine_firings(type("T", (), {"events": events}))
+    want = [f.key() for f in expected]
+    found = []
+    if unlike is not None:
+        for position, (event, firing) in enumerate(zip(events, expected)):
+            records = [t for t in event.tensors if not t.extra]
+            for k, (record, tensor) in enumerate(zip(records, firing.tensors)):
+                if unlike(position, record):
+                    assert record.shape is None and tensor is not None, (position, record.name)
+                    found.append((position, k))
+        assert found, "no slot where hooktui is known to differ"
+        for position, k in found:  # compared as PyTorch has it, the value left out below
+            hook, module, call, shapes = got[position]
+            got[position] = (hook, module, call, shapes[:k] + (tuple(expected[position].tensors[k].shape),) + shapes[k + 1:])
+    assert got == want, "\n".join(f"{g}  |  {w}" for g, w in zip(got + [None] * len(want), want + [None] * len(got)) if g != w)
+    for position, (event, firing) in enumerate(zip(events, expected)):
+        records = [t for t in event.tensors if not t.extra and not t.name.startswith("kwargs[")]
+        for k, (record, tensor) in enumerate(zip(records, firing.tensors)):
+            if (position, k) not in found:
+                assert_record_matches(record, tensor)
+    return events

@@ -41,9 +41,20 @@ class GradWatch:
             self._hooks.add(node, grad_inputs, lambda grads, *_outputs, k=key: self._arrive(k, grads), output_side=output_side)
         self._by_node[key].append((slot, position))
 
+    def preset(self, slot: int, grad) -> None:
+        """Slot `slot` starts from `grad`, known before the backward runs (a root's seed)."""
+        self.grads[slot] = grad if self.grads[slot] is None else self.grads[slot] + grad
+
     @property
     def nodes(self) -> list:
         return [node for node, _ in self._by_node]
+
+    def close(self) -> None:
+        """Its backward has ended: a watched node that did not run there (a retained graph
+        run again later) must not complete this watch in a later backward."""
+        with self._lock:
+            self._finished = True
+            self.grads = []
 
     def _arrive(self, key, grads) -> None:
         with self._lock:

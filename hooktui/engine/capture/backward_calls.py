@@ -78,7 +78,11 @@ def _wrap(kind: str, original: Callable) -> Callable:
         create_graph = kwargs.get("create_graph", args[position] if len(args) > position else False)
         retain_graph = kwargs.get("retain_graph", args[position - 1] if len(args) > position - 1 else None)
         keep_graph = bool(create_graph) if retain_graph is None else bool(retain_graph)
-        with tracer.backward_pass(_tensors(roots), kind, bool(create_graph), keep_graph):
+        # backward(..., grad_variables, inputs) / grad(outputs, inputs, ...).
+        inputs = kwargs.get("inputs", (args[5] if len(args) > 5 else None) if kind == "backward" else (args[1] if len(args) > 1 else None))
+        seeds = kwargs.get("grad_tensors" if kind == "backward" else "grad_outputs", args[position - 2] if len(args) > position - 2 else None)
+        with tracer.backward_pass(_tensors(roots), kind, bool(create_graph), keep_graph, inputs=_tensors(inputs),
+                                  seeds=_seeds(roots, seeds)):
             _noticed.pending = True
             try:
                 return original(*args, **kwargs)
@@ -112,11 +116,24 @@ class _NoticingEngine:
         create_graph = bool(args[3]) if len(args) > 3 else bool(kwargs.get("create_graph", False))
         accumulate = args[6] if len(args) > 6 else kwargs.get("accumulate_grad", True)
         kind = "backward" if accumulate else "grad"
-        with tracer.backward_pass(_tensors(roots), kind, create_graph, keep_graph):
+        inputs = args[4] if len(args) > 4 else kwargs.get("inputs", ())
+        seeds = args[1] if len(args) > 1 else kwargs.get("grad_tensors")
+        with tracer.backward_pass(_tensors(roots), kind, create_graph, keep_graph, inputs=_tensors(inputs),
+                                  seeds=_seeds(roots, seeds)):
             return self._engine.run_backward(*args, **kwargs)
 
     def __getattr__(self, name: str):
         return getattr(self._engine, name)
+
+
+def _seeds(roots: Any, grads: Any) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """(root, the gradient it starts from as given: None for the implicit ones) pairs."""
+    roots = [roots] if isinstance(roots, torch.Tensor) else list(roots) if isinstance(roots, Sequence) else []
+    if grads is None or isinstance(grads, torch.Tensor):
+        grads = [grads] * len(roots) if grads is None else [grads]
+    elif not isinstance(grads, Sequence):
+        return []
+    return [(r, g if isinstance(g, torch.Tensor) else None) for r, g in zip(roots, grads) if isinstance(r, torch.Tensor)]
 
 
 def _tensors(roots: Any) -> list[torch.Tensor]:

@@ -18,6 +18,7 @@ untouched, so in-place ops on outputs keep working.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,14 @@ class OutputSlot:
     passthrough: int | None = None
     # (shape, dtype, device) of the output tensor.
     like: tuple | None = None
+    # A weak reference to the element of a tuple output (whether the caller hooked it).
+    ref: Any = None
+
+    def caller_hooked(self) -> bool:
+        """Whether the tuple element, if still alive, carries tensor hooks (the caller's:
+        those the module put on it make `before_hooks`)."""
+        tensor = None if self.ref is None else self.ref()
+        return tensor is not None and bool(tensor._backward_hooks)
 
     def zeros(self) -> torch.Tensor | None:
         if self.like is None:
@@ -104,6 +113,7 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
                     inner_hooks=passthrough is None and bool(item._backward_hooks),
                     passthrough=passthrough,
                     like=(item.shape, item.dtype, item.device),
+                    ref=_weak(item) if is_tuple else None,
                 )
             )
         elif item is None:
@@ -118,6 +128,13 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
     if changed:
         output = (_rebuild(output, items) if is_tuple else items[0])
     return output, slots + extras, fires
+
+
+def _weak(tensor: torch.Tensor):
+    try:
+        return weakref.ref(tensor)
+    except TypeError:  # a tensor subclass without weak references
+        return None
 
 
 def _made_before(tensor: torch.Tensor, seq_start: int) -> bool:

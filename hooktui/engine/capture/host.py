@@ -109,7 +109,8 @@ class NoticesBackward(Protocol):
     """backward_calls.py: told when each backward starts and ends."""
 
     def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False,
-                      keep_graph: bool | None = None) -> AbstractContextManager[None]: ...
+                      keep_graph: bool | None = None, *, inputs: list[torch.Tensor] = (),
+                      seeds: list[tuple[torch.Tensor, torch.Tensor | None]] = ()) -> AbstractContextManager[None]: ...
 
 
 __all__ = [

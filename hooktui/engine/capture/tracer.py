@@ -13,7 +13,11 @@ per module call we hook existing autograd nodes instead, and the numbers are PyT
   arrives there is the sum over every use outside the call, after the tensor hooks a
   caller put on it, exactly what PyTorch's wrapper hands backward_pre), unless something
   inside the call also consumes it: then it is the sum of the post-hooks of the nodes
-  created after the call that consume it.
+  created after the call that consume it. The elements of a tuple made by different nodes
+  are taken that way too, all but the newest (tuple_wrapper.py): PyTorch's one wrapper for
+  the tuple runs once every element's uses have, not when the oldest element's node does.
+  A backward that reaches one element only still fires the calls that made the others
+  (`_nones_upstream`), as that wrapper passes None on for them.
 - grad_input: the nodes created during the call (their sequence numbers fall between the
   pre- and post-hook) that consume a positional input's gradient edge (taken before the
   call), anywhere in the graph (also an aux loss that leaves the call by an attribute).
@@ -64,7 +68,7 @@ from ..records.notes import Note
 from ..records.records import NO_NOTES, SUMMARY_FAILED, Event, SourceLocation, TensorRecord
 from ..records.user_hook_records import UserHookCall
 from ..summaries import layouts, sharded, stats
-from . import backward_calls, collector, hunt, scripted
+from . import backward_calls, collector, hunt, scripted, tuple_wrapper
 from .call_outputs import OutputSlot, output_slots
 from .contain import Containment, failure_text
 from .final_grads import fire_final_grads
@@ -175,6 +179,13 @@ class _Backward:
     seen: set[int] = field(default_factory=set)
     unreached: list[_Call] = field(default_factory=list)
     note: str | None = None
+    # Its gradient watches: closed when it ends (a node it watched that did not run here
+    # may run in a later backward over a retained graph, which has watches of its own).
+    watches: list[GradWatch] = field(default_factory=list)
+    # Nodes the None an output wrapper passes on has reached (`_nones_upstream`).
+    nulled: set[int] = field(default_factory=set)
+    # (id(node), output_nr) of each root -> the gradient it starts from.
+    seeds: dict[tuple[int, int], Any] = field(default_factory=dict)
 
 
 Emit = Callable[[Event, LiveFiring], None]
@@ -457,17 +468,20 @@ class Tracer:
 
     # -- backward: where the watches go --------------------------------------------
     @contextmanager
-    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None):
+    def backward_pass(self, roots: list[torch.Tensor], kind: str, create_graph: bool = False, keep_graph: bool | None = None,
+                      *, inputs: list[torch.Tensor] = (), seeds: list[tuple[torch.Tensor, torch.Tensor | None]] = ()):
         """Around one torch.autograd.backward / grad call (backward_calls.py). `keep_graph`:
-        retain_graph (None: as PyTorch, create_graph). The listeners (`on_backward_start`,
-        `on_backward_end`) are told first and last."""
+        retain_graph (None: as PyTorch, create_graph); `inputs`: the tensors it was asked
+        for (`inputs=`), if any; `seeds`: (root, its gradient as given, None for the
+        implicit one). The listeners (`on_backward_start`, `on_backward_end`) are told
+        first and last."""
         depth = self._backward_depth
         self.starting_kind = kind  # for the listener: "backward" (accumulates into .grad) or "grad"
         if self.on_backward_start is not None:
             self.on_backward_start(depth)
         self._backward_depth += 1
         try:
-            with self._one_backward(roots, kind, create_graph, keep_graph):
+            with self._one_backward(roots, kind, create_graph, keep_graph, inputs, seeds):
                 yield
         finally:
             self._backward_depth -= 1
@@ -475,7 +489,8 @@ class Tracer:
                 self.on_backward_end(depth)
 
     @contextmanager
-    def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None):
+    def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None,
+                      inputs: list[torch.Tensor] = (), seeds: list = ()):
         note = None
         if self.phase == "forward":
             note = f"fired inside torch.autograd.{kind}() called during the forward pass (PyTorch's hooks fire there too)"
@@ -494,14 +509,18 @@ class Tracer:
         try:
             with collector.paused_then_frozen():
                 contain.call("placing its gradient watches for this backward", self._place_watches, roots, note,
-                             create_graph if keep_graph is None else keep_graph, create_graph)
+                             create_graph if keep_graph is None else keep_graph, create_graph,
+                             inputs if kind == "backward" else (), seeds)
             yield
             contain.call("its firings at the end of this backward", self._release, None)
         finally:
+            for watch in current.watches:
+                watch.close()
             nodes.backward_ended()
             self._backwards.remove(current)
 
-    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False) -> None:
+    def _place_watches(self, roots: list[torch.Tensor], note: str | None, keep_graph: bool, create_graph: bool = False,
+                       inputs: list[torch.Tensor] = (), seeds: list = ()) -> None:
         edges = [get_gradient_edge(t) for t in roots if t.requires_grad]
         consumers: dict[tuple[int, int], list[tuple[Any, int]]] = defaultdict(list)
         graph = []
@@ -523,8 +542,10 @@ class Tracer:
                     graph.append(nxt)
         current = self._backwards[-1]
         current.seen, current.note = seen, note
+        inner = tuple_wrapper.inner_returns_of_inputs(self._calls, inputs, seen) if inputs else {}
+        current.seeds = tuple_wrapper.seed_grads(seeds)
         for call in self._calls:
-            if not self._watch_call(_Pass(call, note), consumers, seen):
+            if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
         release = self._release
         contained = self.contain.hook
@@ -547,14 +568,18 @@ class Tracer:
         if self.hunting:
             self._node_watch.watch(graph)
 
-    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int]) -> bool:
+    def _watch_call(self, state: _Pass, consumers: dict, seen: set[int], skipped: tuple[int, ...] = ()) -> bool:
         """Watch the call's gradients in this backward; False when none of its outputs is
-        in its graph."""
+        in its graph. `skipped`: slots this backward stops at before they reach this call
+        (`tuple_wrapper.inner_returns_of_inputs`)."""
         call = state.call
         inside = self._placement.inside
+        watches = self._backwards[-1].watches
         outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
+        watches.append(outputs)
+        early = tuple_wrapper.early_slots(call.slots, seen, skipped)
         for k, slot in enumerate(call.slots):
-            if slot.edge is None or id(slot.edge[0]) not in seen:
+            if slot.edge is None or id(slot.edge[0]) not in seen or k in skipped:
                 continue
             node, nr = slot.edge
             users = consumers.get((id(node), nr), [])
@@ -564,7 +589,7 @@ class Tracer:
                 # Worker threads number their nodes from counters of their own: one made
                 # there outside any module call can look made inside this call.
                 state.by_number.append(slot.name)
-            if not slot.before_hooks and len(callers) == len(users):
+            if not slot.before_hooks and len(callers) == len(users) and k not in early:
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
             # Also used inside the call (or by a node a create_graph backward built from a
@@ -573,7 +598,10 @@ class Tracer:
                 state.merged_uses.append(slot.name)
             for consumer, position in callers:
                 outputs.watch(consumer, k, position, grad_inputs=True, output_side=True)
-            if not users:
+            seed = self._backwards[-1].seeds.get((id(node), nr)) if k in early and not users else None
+            if seed is not None:
+                outputs.preset(k, seed)  # a root of this backward, known now (as PyTorch's wrapper, run first)
+            elif not users:
                 outputs.watch(node, k, nr)  # a root of this backward: its grad is the seed
             if slot.inner_hooks:
                 # What arrives at the node after the module's own hooks on this output.
@@ -581,6 +609,7 @@ class Tracer:
         if not outputs.nodes:
             return False  # no output of this call reaches this backward
         inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
+        watches.append(inputs)
         for i, (node, nr) in call.input_edges.items():
             users = consumers.get((id(node), nr), [])
             if i in call.hooked_inputs:
@@ -625,6 +654,8 @@ class Tracer:
             extra = {"target": slot.target, "extra": slot.extra}
             if slot.missing is not None:
                 record, grad = stats.missing(slot.name, slot.missing, **extra), None
+            elif grad is None and len(call.slots) > 1 and self._backwards and tuple_wrapper.skipped_path(slot, self._backwards[-1].seen):
+                record = stats.missing(slot.name, tuple_wrapper.UNNEEDED_ELEMENT, **extra)
             elif grad is None:
                 record = stats.missing(slot.name, "no gradient reached this output (the loss does not depend on it)", **extra)
             else:
@@ -646,6 +677,7 @@ class Tracer:
                        scope={"grad_output": tuple(None if s.missing else g for s, g in zip(call.slots, grads))})
         state.grad_outputs = list(grads)
         state.after_hooks.clear()
+        self._nones_upstream(call, grads)
         if _is_compiled_wrapper(call.module):
             return  # PyTorch never fires the full backward hook of torch.compile's wrapper
         if not call.input_edges:
@@ -663,7 +695,7 @@ class Tracer:
         if _is_compiled_wrapper(state.call.module):
             return
         edges = state.call.input_edges
-        if edges and not state.zeros and not any(_will_run(node) for node, _ in edges.values()):
+        if edges and not state.zeros and not any(tuple_wrapper.will_run(node) for node, _ in edges.values()):
             # This backward wants no input's gradient (torch.autograd.grad(inputs=...)
             # asks for others): PyTorch's input wrapper never runs, nor its hook.
             return
@@ -742,6 +774,43 @@ class Tracer:
         state.grad_outputs = []
         if unreached_inputs and not early:
             self._zeros_upstream(call, unreached_inputs)
+
+    def _nones_upstream(self, call: _Call, grads: list) -> None:
+        """Elements of `call`'s tuple output that this backward does not reach, while it
+        reaches another element (backward from `output[0]` alone). PyTorch's output wrapper
+        is one node for the whole tuple: it runs, and passes None on for those elements, so
+        the calls that made them fire too: backward_pre with None, then their backward with
+        zeros (their input wrapper turns None into zeros, which go on upstream:
+        `_zeros_upstream`), or early with None when no input of theirs needs grad. The None
+        goes through plain ops, and through the calls that need no input grad, down to the
+        first input wrapper on each path."""
+        if not self._backwards:
+            return
+        current = self._backwards[-1]
+        start = [slot.edge[0] for slot, grad in zip(call.slots, grads)
+                 if grad is None and slot.edge is not None and not slot.extra
+                 and id(slot.edge[0]) not in current.seen and id(slot.edge[0]) not in current.nulled]
+        if not start or not current.unreached:
+            return
+        region = tuple_wrapper.reach(start, current.seen)
+        current.nulled |= region
+        blocked: set[int] = set()  # past an input wrapper: zeros, not None
+        why = (f"None: this backward does not reach this output, made for an element of the tuple {call.name or 'the root'} "
+               "returned, while it reaches another element; PyTorch's hook wrapper on that tuple passes None on for it, "
+               "so this call's hooks fire too")
+        note = why if current.note is None else f"{current.note}; {why}"
+        # Outermost first: a call's input wrapper stops the None before the calls that made its inputs.
+        for other in sorted(current.unreached, key=lambda c: c.out_key, reverse=True):
+            hit = any(s.edge is not None and not s.extra and id(s.edge[0]) in region and id(s.edge[0]) not in blocked
+                      for s in other.slots)
+            if not hit:
+                continue
+            current.unreached.remove(other)
+            state = _Pass(other, note, zeros=True)
+            self._on_grad_output(state, [None] * len(other.slots))
+            if other.input_edges:
+                blocked |= tuple_wrapper.reach([node for node, _ in other.input_edges.values()], current.seen)
+                self._on_grad_input(state, [None] * other.n_args, [])
 
     def _zeros_upstream(self, call: _Call, inputs: list[int]) -> None:
         """Inputs of `call` that need grad but got none through it (used only where no
@@ -966,14 +1035,6 @@ def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
         return node, tensor.output_nr
     edge = get_gradient_edge(tensor)
     return edge.node, edge.output_nr
-
-
-def _will_run(node) -> bool:
-    """Whether the running backward will execute `node` (or capture its gradient)."""
-    try:
-        return torch._C._will_engine_execute_node(node)
-    except RuntimeError:  # asked outside a backward: cannot tell
-        return True
 
 
 def _hook_count(tensor: torch.Tensor) -> int:
