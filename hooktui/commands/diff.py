@@ -17,7 +17,7 @@ import math
 import sys
 
 from ..errors import UserError
-from ..engine.analysis.compare import Comparison, FiringDiff, Tolerance, compare
+from ..engine.analysis.compare import Comparison, FiringDiff, Tolerance, compare, models_differ
 from ..engine.records.records import TraceInfo
 from ..engine.records.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
@@ -93,6 +93,9 @@ def report(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str,
         f"{result.only_in('a')} only in A, {result.only_in('b')} only in B",
         f"a number differs when |a - b| > atol + rtol * scale (rtol {tol.rtol:g}, atol {tol.atol:g})",
     ]
+    different = models_differ(side_a[1], side_b[1])
+    if different:
+        lines.insert(2, f"warning: {different}; a diff is of two runs of one model")
     with_values, numeric = result.values_coverage()
     if with_values < numeric:
         lines.append(f"kept values compared for {with_values} of {numeric} tensors; the other {numeric - with_values} by their "
@@ -145,6 +148,7 @@ def as_json(result: Comparison, side_a: tuple[str, TraceInfo], side_b: tuple[str
         "a": side_json(*side_a, len(result.a)),
         "b": side_json(*side_b, len(result.b)),
         "aligned": result.aligned,
+        "models_differ": models_differ(side_a[1], side_b[1]) or None,
         "only_in_a": result.only_in("a"),
         "only_in_b": result.only_in("b"),
         "differing_firings": result.differing,

@@ -36,6 +36,7 @@ run; the optimizer's step has not. A clean step's summaries are dropped uncopied
 from __future__ import annotations
 
 import contextlib
+import os
 import weakref
 from typing import Any
 
@@ -169,6 +170,8 @@ class Guard:
             self._release()
         if error is not None:
             raise error
+        if isinstance(exc_info[1], GuardError):
+            _drop_internal_frames(exc_info[1])
         return False
 
     def _release(self) -> None:
@@ -409,7 +412,10 @@ class Guard:
             # The user saw it in the app and quit: `hooktui run` ends the script with one line
             # and status 0, as after `hooktui.debug` (the error is the Quit's cause).
             saved = f"; its firings are in {where.shown(path)}" if path is not None else ""
-            quit = Quit(f"{self.call_site}, step {step}, firing #{event.number}{saved}")
+            # The line the step was on (`loss.backward()`), not the `with` line it is under.
+            at = where.user_line()
+            site = f"{at} (the guard of {self.call_site})" if at and at != self.call_site else self.call_site
+            quit = Quit(f"{site}, step {step}, firing #{event.number}{saved}")
             quit.__cause__ = error
             return quit
         return error
@@ -431,6 +437,36 @@ class Guard:
 
         in_app.show_recorded(HooktuiApp(recorded=(info, list(events))))
         return True
+
+
+def _drop_internal_frames(error: BaseException) -> None:
+    """A guard's error is raised in a hook, under a dozen frames of torch's module call or
+    backward and of hooktui's tracer that say nothing about the user's code: the traceback
+    Python prints ends at the user's line (`loss.backward()`), then the message.
+    HOOKTUI_TRACEBACK=1 keeps every frame (to report a bug of hooktui's)."""
+    if os.environ.get("HOOKTUI_TRACEBACK") == "1":
+        return
+    tb, last_own, left_out = error.__traceback__, None, 0
+    while tb is not None:
+        if _internal(tb.tb_frame.f_code.co_filename):
+            left_out += 1
+        elif left_out == 0:
+            last_own = tb
+        tb = tb.tb_next
+    if last_own is None or left_out == 0:
+        return
+    last_own.tb_next = None
+    if hasattr(error, "add_note"):  # Python 3.11
+        error.add_note(f"({left_out} frames of torch and hooktui left out; HOOKTUI_TRACEBACK=1 keeps them)")
+
+
+def _internal(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith((_HOOKTUI_DIR, _TORCH_DIR))
+
+
+_HOOKTUI_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _message(step: int, event: Event, bp: Breakpoint, reason: str, born: Born | None,

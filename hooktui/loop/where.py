@@ -83,6 +83,22 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def user_line() -> str | None:
+    """file:line of the user's code running now, under torch's and hooktui's frames (the
+    `loss.backward()` a guard stopped in); None where there is none on this thread (a CUDA
+    backward's hooks run on autograd's worker thread)."""
+    import torch
+
+    internal = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+                os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(internal):
+        frame = frame.f_back
+    if frame is None or frame.f_code.co_filename.startswith("<"):
+        return None
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 def call_site() -> str:
     """file:line of the user's code that called into hooktui (the first frame outside it)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -136,3 +136,22 @@ def test_the_report_says_which_tensors_were_compared_by_statistics_only(runs, ca
     assert (report["tensors_compared"], report["values_compared"]) == (numeric, 0)
     code, out, _ = diff(capsys, runs["a"], runs["b"])
     assert "kept values compared" not in out  # every tensor compared value by value
+
+
+def test_two_unrelated_models_are_called_so(tmp_path, capsys):
+    """seed.py against cnn.py aligned a few firings (the root) and said the rest were "only in A":
+    the report now warns that they look like different models; the same model does not."""
+    seed, cnn = save(tmp_path / "seed.jsonl", "seed.py"), save(tmp_path / "cnn.jsonl", "cnn.py")
+    modules = {name: {(n, type(m).__name__) for n, m in load_target(SAMPLES / name).model.named_modules()}
+               for name in ("seed.py", "cnn.py")}
+    shared, larger = len(modules["seed.py"] & modules["cnn.py"]), max(map(len, modules.values()))
+    assert 2 * shared < larger  # plain torch: few modules in common
+    code, out, _ = diff(capsys, seed, cnn)
+    assert code == 1
+    assert f"warning: only {shared} of {larger} modules (name and type) are in both" in out.splitlines()[2], out
+    code, out, _ = diff(capsys, "--json", seed, cnn)
+    assert "different models" in json.loads(out)["models_differ"]
+    code, out, _ = diff(capsys, seed, save(tmp_path / "seed2.jsonl", "seed.py"))
+    assert code == 0 and "warning" not in out
+    code, out, _ = diff(capsys, "--json", seed, tmp_path / "seed2.jsonl")
+    assert json.loads(out)["models_differ"] is None

@@ -114,6 +114,11 @@ def test_under_hooktui_run_a_guard_opens_the_app_where_it_stops(monkeypatch, tmp
     assert seen == [("1", "forward")]  # NaiveLogSigmoid's output, where the -Inf was born
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("hooktui: quit in the debugger at ") and "firing #" in err[0]
+    # The line the step was on, then the guard's `with` line (it cited only the `with` line).
+    lines = GUARDED.splitlines()
+    step_line = 1 + lines.index("    model(torch.ones(1, 2)).sum().backward()")
+    with_line = 1 + lines.index("with hooktui.guard(model):")
+    assert err[0].startswith(f"hooktui: quit in the debugger at guarded.py:{step_line} (the guard of guarded.py:{with_line}), step 0"), err
 
 
 def test_a_guard_error_under_hooktui_run_shows_the_scripts_frames_only(tmp_path, capsys, monkeypatch):

@@ -451,6 +451,11 @@ def test_z_zooms_the_focused_pane_and_escape_clears_the_filter_from_anywhere():
             assert app.screen.maximized is app.timeline
             await pilot.press("z")
             assert app.screen.maximized is None
+            app.query_one("#tree").focus()  # the tree, a 30% column, zooms to the whole width
+            await pilot.press("z")
+            await pilot.pause()
+            assert app.screen.maximized is app.query_one("#tree") and app.screen.maximized.size.width >= 79
+            await pilot.press("z")
             # The filter: set, focus moved away, escape still clears it.
             await pilot.press("slash", *"head", "enter")
             assert app.timeline.row_count < len(events)

@@ -6,6 +6,7 @@ Expectations come from plain torch in the test, not from the engine."""
 import pytest
 import torch
 from textual import events
+from textual.widgets import Static
 
 from hooktui.engine.analysis.breakpoints import Breakpoint, parse_breakpoint
 from hooktui.engine.run.session import record
@@ -122,6 +123,34 @@ def test_console_evaluates_live_tensors_and_shows_errors():
             assert app.screen.query_one("#console-input").value == "grad_output[0]"
             await pilot.press("escape")
             assert not isinstance(app.screen, ConsoleScreen)
+
+    run(script())
+
+
+def test_console_shows_what_a_line_prints_at_once():
+    """`print("hello")` showed None, and a toast said the output would come when hooktui
+    exits: a line's output is the console's, above its value, as in pdb."""
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(100, 30)) as pilot:  # notifications on: none may come
+            await paused_at(pilot, 0)
+            await pilot.press("n")
+            await paused_at(pilot, 1)
+            await pilot.press("colon")
+            await pilot.press(*'print("hello")', "enter")
+            await pilot.press(*"print(args[0].sum())", "enter")
+            await pilot.press(*"for i in range(3): print(i, file=sys.stderr if i else sys.stdout)", "enter")
+            await pilot.press(*"import sys", "enter", "up", "up", "enter")  # the loop again, sys bound now
+            results = app.console_results
+            live_x = app.source.live_firing(app.current).scope["args"][0]
+            assert (results[0].output, results[0].text) == ("hello\n", "")
+            assert results[1].output == str(live_x.sum()) + "\n"
+            assert not results[2].ok and "NameError" in results[2].text
+            assert (results[4].output, results[4].text) == ("0\n1\n2\n", "")
+            shown = str(app.screen.query_one("#console-results").query(Static).last().render())
+            assert shown.endswith("0\n1\n2"), shown
+            assert not app.model_output and not app._notifications
 
     run(script())
 

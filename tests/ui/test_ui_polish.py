@@ -202,3 +202,21 @@ def test_one_module_is_not_modules():
     assert "(2 modules, cpu" in format_header(two)
     app = HooktuiApp(recorded=(one, []))
     assert app.summary(with_time=False).endswith(" firings, 1 module")
+
+
+def test_a_long_stop_reason_is_cut_to_fit_not_left_out():
+    """A `--break-if` expression on a deep module at 80 columns: the stop's reason was left out
+    whole; its beginning must show (cut with …), after the facts that always show."""
+    from hooktui.engine.analysis.breakpoints import Breakpoint, Stop
+
+    trace = _recorded("cnn.py")
+    event = next(e for e in trace.events if e.hook == "backward_pre" and e.module.count(".") >= 1)
+    expression = "grad_output[0].norm() / (grad_output[0].numel() ** 0.5) > 1e-3 and module.training"
+    stop = Stop(event.index, Breakpoint.condition(expression), "true")
+    info = StatusInfo("paused", event, 10, 40, False, loss="sum", stop=stop)
+    for width in (60, 80):
+        text = status_text(info, width).plain
+        assert len(text) <= width, text
+        assert f"#{event.number}" in text and event.hook in text
+        assert "■ if grad_o" in text and text.rstrip().endswith("…"), (width, text)
+    assert f"■ if {expression}" in status_text(info, 200).plain

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..records.records import Event, TensorRecord
+from ..records.records import Event, TensorRecord, TraceInfo
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
@@ -160,6 +160,20 @@ class Comparison:
                 if best is None or (tensor.differs, tensor.rel) > (best.tensor.differs, best.rel):
                     out[event.module] = ModuleDiff(event.module, event.module_type, tensor.rel, firing, tensor)
         return list(out.values())
+
+
+def models_differ(a: TraceInfo, b: TraceInfo) -> str:
+    """Why two traces look like runs of different models, or "": fewer than half of the
+    larger model's modules (name and type) are in the other. Firings align by module name
+    and call, so two unrelated models align where their names happen to agree (`fc1`,
+    the root) and the rest is "only in A": a comparison that means nothing."""
+    mods_a = Counter((m.name, m.type) for m in a.modules)
+    mods_b = Counter((m.name, m.type) for m in b.modules)
+    larger = max(sum(mods_a.values()), sum(mods_b.values()))
+    shared = sum((mods_a & mods_b).values())
+    if larger == 0 or 2 * shared >= larger:
+        return ""
+    return f"only {shared} of {larger} modules (name and type) are in both: they look like different models"
 
 
 def keys(events: Sequence[Event]) -> list[Key]:

@@ -8,10 +8,17 @@ recorded trace only `event` and `tensors` (the records by name) exist, and a nam
 needs the model says so. A tensor result is summarised like a tensor of a firing (the
 Tensors pane's one line, its values for the Values grid); anything else is its repr,
 cut to a line. An exception is one line; nothing it raises escapes.
+
+What the line prints (`print(x.shape)`, a `for` loop of prints) is the console's, as in pdb
+and a REPL: sys.stdout and sys.stderr are taken for the time it runs (the model is paused),
+and the text is shown above the result; an expression whose value is None (print's) shows
+only its output.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import reprlib
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +38,36 @@ class ConsoleResult:
     text: str  # one line: the repr, the summary of a tensor, or the error
     ok: bool = True
     tensor: TensorRecord | None = None  # a tensor result, summarised like a firing's
+    output: str = ""  # what it printed, at most OUTPUT_LIMIT characters (the end cut)
+
+
+OUTPUT_LIMIT = 20_000
+
+
+class _Printed(io.StringIO):
+    """What the line prints, kept up to OUTPUT_LIMIT (a print in a loop of a million)."""
+
+    def write(self, text: str) -> int:
+        room = OUTPUT_LIMIT + 1 - self.tell()
+        if room > 0:
+            super().write(text[:room])
+        return len(text)
 
 
 def evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
+    printed = _Printed()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        result = _evaluate(expression, event, live, names)
+    output = printed.getvalue()
+    if len(output) > OUTPUT_LIMIT:
+        output = output[:OUTPUT_LIMIT] + "\n… (output cut)"
+    result.output = output
+    if output and result.ok and result.text in ("None", "ok") and result.tensor is None:
+        result.text = ""  # print(...) is None, a statement says ok: the output says it
+    return result
+
+
+def _evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
     expression = expression.strip()
     scope = condition_scope(event, live)
     namespace = {"__builtins__": __builtins__, **(names or {}), **scope}

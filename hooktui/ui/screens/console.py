@@ -1,7 +1,7 @@
 """The console (`:`): Python expressions evaluated at the firing on screen (engine/analysis/console.py).
 
-Results stack up above the input line: a tensor as the Tensors pane's one-line summary,
-anything else as its repr, an error as one red line. ↑/↓ in the input browse what was
+Results stack up above the input line: what the line printed, then a tensor as the Tensors
+pane's one-line summary, anything else as its repr, an error as one red line. ↑/↓ in the input browse what was
 typed before (kept for the app's lifetime); tab moves to the results, where enter shows a
 tensor result's values grid. Escape closes.
 """
@@ -18,15 +18,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, ListItem, ListView, Static
 
 from ...engine.analysis.console import ConsoleResult
-from ...visible import visible
+from ...visible import visible, visible_block
 from ..widgets.values import ValuesPane
 
 
 def result_text(result: ConsoleResult) -> Text:
     text = Text()
     # A repr can carry a trace file's text: control characters made visible, never markup.
-    text.append(f"> {visible(result.expression)}\n", "bold")
-    text.append(visible(result.text), "" if result.ok else "bold red")
+    text.append(f"> {visible(result.expression)}", "bold")
+    if result.output:  # what it printed, line by line, before its value
+        text.append("\n" + visible_block(result.output.rstrip("\n")))
+    if result.text:
+        text.append("\n")
+        text.append(visible(result.text), "" if result.ok else "bold red")
     if result.tensor is not None:
         text.append("  (enter: values)", "dim")
     return text

@@ -4,7 +4,9 @@ At any width it shows, in this order, the state, the firing number, the module, 
 the hook and NaN/Inf flags; then, as far as they fit whole, the phase, where in the firings,
 the two ranks compared (`view A --against B` of two ranks' files), the run's time and
 totals, the module's type, breakpoints and the loss. A part that does not fit is left out,
-never cut in the middle (`loss:` with nothing after it said nothing)."""
+never cut in the middle (`loss:` with nothing after it said nothing), except why the run
+stopped here: its beginning is cut to fit (a long `--break-if` expression was left out at 80
+columns while NaN and module stops showed theirs)."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def status_parts(s: StatusInfo) -> list[Text]:
         if flag:
             parts.append(Text(f"{flag}!", "bold white on red"))
         if s.stop is not None:
-            parts.append(Text(f"■ {s.stop.breakpoint.label}", "bold red"))
+            parts.append(Text(f"■ {s.stop.breakpoint.label}", "bold red", end=CUTTABLE))
         elif s.at_backward_stop:
             parts.append(Text("■ backward starts (B)", "bold red"))
         if not event.hook.startswith(event.phase):  # `backward_pre` says its phase already
@@ -92,13 +94,24 @@ def status_parts(s: StatusInfo) -> list[Text]:
     return parts
 
 
+# A part whose beginning says enough to be shown cut (with …) where it does not fit whole:
+# why the run stopped (`■ if grad_output[0].norm() > …`). Marked by Text.end, unused here.
+CUTTABLE = "\u2063"
+SHORTEST_CUT = 8  # `■ if gr…`: less says nothing
+
+
 def status_text(s: StatusInfo, width: int | None = None) -> Text:
-    """The parts that fit in `width` cells whole, in order, two spaces apart."""
+    """The parts that fit in `width` cells whole, in order, two spaces apart; the stop's
+    reason cut to fit rather than left out."""
     text = Text(no_wrap=True, overflow="ellipsis")
     for part in status_parts(s):
         gap = 0 if not text else 1 if text.plain.endswith(" ") else 2
         if width is not None and text.cell_len + gap + part.cell_len > width:
-            continue  # left out whole; a later, shorter part may still fit
+            room = width - text.cell_len - gap
+            if part.end != CUTTABLE or room < SHORTEST_CUT:
+                continue  # left out whole; a later, shorter part may still fit
+            part = part.copy()
+            part.truncate(room, overflow="ellipsis")
         if gap:
             text.append(" " * gap)
         text.append_text(part)
