@@ -44,8 +44,11 @@ class LowerPanes(Widget):
     LowerPanes { height: 1fr; }
     LowerPanes.-wide > TensorsPane { height: 2fr; min-height: 5; border-top: solid $primary-muted; border-title-color: $text-primary; }
     LowerPanes #wide-bottom { height: 3fr; }
-    LowerPanes #wide-bottom > ValuesPane { width: 2fr; border-top: solid $primary-muted; border-title-color: $text-primary; }
-    LowerPanes #side-tabs { width: 3fr; border-left: vkey $primary-muted; }
+    LowerPanes #wide-bottom > ValuesPane { width: 4fr; border-top: solid $primary-muted; border-title-color: $text-primary; }
+    LowerPanes #side-tabs { width: 6fr; border-left: vkey $primary-muted; }
+    /* Values whose grid is cut at 40% take 60% (a (2, 5, 16) slice, a (16,) gradient), and Explain
+       keeps its 60% where the values fit (the legacy hook's side-by-side table needs it). */
+    LowerPanes #wide-bottom > ValuesPane.-roomy { width: 9fr; }
     LowerPanes TabPane { padding: 0; }
     """
 

@@ -165,6 +165,8 @@ class ValuesPane(Vertical):
         super().__init__(**kwargs)
         self._composed = False  # children exist (is_mounted is set only after on_mount)
         self._drawn: tuple[int, int] | None = None  # (id of the tensor, slice) the grid holds
+        self._per_row = 0  # values a row of a wrapped vector holds (0: not wrapped)
+        self._shown_width = 0  # the width a vector was wrapped for
         self.tensor = tensor
         self.slice_no = slice_no
 
@@ -217,6 +219,7 @@ class ValuesPane(Vertical):
             return  # on_mount shows it
         title = self.query_one("#values-title", Static)
         table = self.query_one(ValuesGrid)
+        self.remove_class("-roomy")  # no grid, no room wanted: set again below for one
         if tensor is None:
             table.clear()
             table.display = False  # set only when it changes: each change lays the screen out again
@@ -244,10 +247,48 @@ class ValuesPane(Vertical):
             rows, lead = grid(tensor, self.slice_no)
         table.display = True
         set_text(title, self._title(tensor, lead, count, None if shown is None else shown.values_shape[-2:]))
-        table.fill([[cell(v) for v in row] for row in rows], row_labels=stored_row_labels(tensor) if live is None else None)
+        cells = [[cell(v) for v in row] for row in rows]
+        row_labels = stored_row_labels(tensor) if live is None else None
+        self._want_room(cells)
+        column_labels = None
+        self._per_row = 0
+        vector = len((shown or tensor).values_shape or []) == 1
+        if vector and row_labels is None and len(cells) == 1 and (per_row := self._fitting(cells[0])) < len(cells[0]):
+            # A vector wrapped into rows of what fits (a (16,) gradient was cut after 5 values):
+            # rows named by the index they start at, columns by the offset in the row.
+            self._per_row, flat = per_row, cells[0]
+            cells = [flat[i : i + per_row] for i in range(0, len(flat), per_row)]
+            row_labels = [str(i) for i in range(0, len(flat), per_row)]
+            column_labels = [f"+{c}" for c in range(per_row)]
+        table.fill(cells, row_labels=row_labels, column_labels=column_labels)
         self._drawn = (id(tensor), self.slice_no)
         if kept is not None:
             table.move_cursor(row=kept.row, column=kept.column)
+
+    def _want_room(self, cells: list[list[Text]]) -> None:
+        """Beside Explain (wide layouts): ask for 60% of the width where the grid, unwrapped,
+        is cut at 40% (lower.py's CSS)."""
+        if getattr(self.parent, "id", None) != "wide-bottom":  # lower.py's wide layout
+            return
+        columns = max((len(row) for row in cells), default=0)
+        wanted = len(str(len(cells))) + 2 + sum(max((row[c].cell_len for row in cells if c < len(row)), default=1) + 2 for c in range(columns))
+        self.set_class(wanted + 2 > self.parent.size.width * 4 // 10, "-roomy")
+
+    def _fitting(self, row: list[Text]) -> int:
+        """How many of these cells fit across the grid (all of them before it has a size)."""
+        width = self.query_one(ValuesGrid).size.width or self.size.width
+        self._shown_width = self.size.width
+        if width <= 0 or not row:
+            return len(row)
+        cell_width = max(c.cell_len for c in row) + 2
+        label_width = len(str(len(row) - 1)) + 2
+        return max(1, (width - label_width - 1) // cell_width)  # 1: the scrollbar
+
+    def on_resize(self, _event) -> None:
+        # A vector's rows are cut to the width: a new width, new rows.
+        tensor = self.tensor
+        if self._composed and tensor is not None and len(tensor.values_shape or []) == 1 and self.size.width != self._shown_width:
+            self.show(tensor, self.slice_no)
 
     def point_at_first_nonfinite(self) -> None:
         """Show the slice holding the first NaN/Inf of the kept block, the cursor on it."""
@@ -260,6 +301,8 @@ class ValuesPane(Vertical):
         slice_no, row, column = found
         if slice_no != self.slice_no:
             self.show(tensor, slice_no)
+        if self._per_row:  # a vector wrapped into rows
+            row, column = column // self._per_row, column % self._per_row
         if self._composed:
             self.query_one(ValuesGrid).move_cursor(row=row, column=column + 1)  # column 0: the row indices
 

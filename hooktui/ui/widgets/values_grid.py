@@ -112,18 +112,22 @@ class ValuesGrid(ScrollView, can_focus=True):
         self._total = 0  # the width of the scrollable columns
 
     # -- contents --------------------------------------------------------------------------
-    def fill(self, cells: list[list[Text]], row_labels: list[str] | None = None) -> None:
+    def fill(self, cells: list[list[Text]], row_labels: list[str] | None = None,
+             column_labels: list[str] | None = None) -> None:
         """Show `cells` (rows of one-line texts), row and column indices around them, the
         cursor on the first value. `row_labels`: what each row is called, when not its
-        position (a sparse tensor's stored rows are named by their index)."""
+        position (a sparse tensor's stored rows are named by their index; a vector wrapped
+        into rows, by the index each row starts at); `column_labels` likewise (`+3`)."""
         width = max((len(row) for row in cells), default=0)
         names = [str(r) for r in range(len(cells))] if row_labels is None else [str(label) for label in row_labels[: len(cells)]]
         names += [str(r) for r in range(len(names), len(cells))]
         self._rows = [[Text(name, style="bold"), *row] for name, row in zip(names, cells)]
-        self._labels = [Text(""), *(Text(str(c)) for c in range(width))]
+        headers = [str(c) for c in range(width)] if column_labels is None else [str(label) for label in column_labels[:width]]
+        headers += [str(c) for c in range(len(headers), width)]
+        self._labels = [Text(""), *(Text(h) for h in headers)]
         widths = [len(str(len(cells) - 1)) if row_labels is None else max(map(len, names), default=1)]
         for c in range(width):
-            widths.append(max([len(str(c)), *(row[c].cell_len for row in cells if c < len(row))]))
+            widths.append(max([len(headers[c]), *(row[c].cell_len for row in cells if c < len(row))]))
         self._widths = [w + 2 for w in widths]  # a space each side, as a DataTable pads
         self._starts, x = [], 0
         for w in self._widths[1:]:
