@@ -641,6 +641,10 @@ class HooktuiApp(NavigationActions, App):
             from .terminal_driver import TerminalDriver
 
             return TerminalDriver
+        if driver.__name__ == "WebDriver":  # behind `hooktui serve`: ends with its server
+            from .served_driver import ServedDriver
+
+            return ServedDriver
         return driver
 
     def _exit_on_signal(self, signum: int) -> None:
