@@ -86,7 +86,8 @@ class TerminalDriver(LinuxDriver):
         super().__init__(*args, **kwargs)
         self._own_in: int | None = None  # the private copies of 0 and 2 (None: not made)
         self._own_out: int | None = None
-        self._holding = False  # in application mode, fd 0 on /dev/null
+        self._holding = False  # fd 0 on /dev/null
+        self._application = False  # application mode started and not stopped since
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _get_terminal_size(self) -> tuple[int, int]:
@@ -142,11 +143,14 @@ class TerminalDriver(LinuxDriver):
     def start_application_mode(self) -> None:
         self._take_terminal()
         self._loop = asyncio.get_running_loop()
+        writer = self._writer_thread
         super().start_application_mode()
-        if self._writer_thread is not None:  # it started (not stopped again by SIGTTOU)
+        if self._writer_thread is not writer:  # it started (not put back to sleep by SIGTTOU)
+            self._application = True
             self._hold_stdin()
 
     def stop_application_mode(self) -> None:
+        self._application = False
         try:
             super().stop_application_mode()
         finally:
@@ -171,7 +175,7 @@ class TerminalDriver(LinuxDriver):
 
     # -- a job stopped and resumed ---------------------------------------------------------
     def _sigcont_application(self, *_) -> None:
-        if not self._holding:  # suspended through SIGTSTP (or not started): Textual's resume
+        if not self._application:  # suspended through SIGTSTP (or not started): Textual's resume
             super()._sigcont_application()
             return
         # Still in application mode: the terminal's mode and screen back, the mode from
@@ -184,7 +188,7 @@ class TerminalDriver(LinuxDriver):
             mode[tty.CC][termios.VMIN] = 1
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(self.fileno, termios.TCSANOW, mode)
-        if self._writer_thread is not None:
+        if self._writer_thread is not None and self._writer_thread.is_alive():
             self.write("\x1b[?1049h")  # the alternate screen
             self._enable_mouse_support()
             self.write("\x1b[?25l\x1b[?1004h")  # the cursor hidden, focus events
