@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import re
 import shlex
 import sys
 
 from ..errors import UserError
+from ..visible import visible
 from .common import load
 from .options import ServeOptions, is_trace
 
@@ -43,6 +45,44 @@ def app_command(options: ServeOptions) -> list[str]:
             rest.append(token)
     rest.remove("serve")
     return [sys.executable, "-m", "hooktui", "view" if is_trace(options.target) else "open", *rest]
+
+
+def check_public_url(text: str) -> None:
+    """--public-url is checked before anything listens: one line and exit status 2 for a URL
+    that is not plain `http(s)://HOST[:PORT][/PATH]` (yarl's own errors, a bracketed IPv6
+    address left open or a port out of range, were a traceback; a control character would
+    have been printed to the terminal in the URL line, and a query or fragment would swallow
+    the `?token=` the URL line adds)."""
+    from yarl import URL
+
+    shown = visible(text)
+    usage = "give the address the browser uses, e.g. http://127.0.0.1:9000"
+    if shown != text or any(c.isspace() for c in text):
+        raise UserError(f"--public-url {shown}: a URL has no spaces or control characters; {usage}")
+    if not text.lower().startswith(("http://", "https://")):
+        raise UserError(f"--public-url {shown}: {usage}")
+    try:
+        url = URL(text)
+        host, port = url.host, url.port
+    except (ValueError, TypeError) as exc:  # [::1 unclosed, a bad IPv6 address, port 99999
+        raise UserError(f"--public-url {shown}: {visible(str(exc)) or 'not a URL'}; {usage}") from None
+    if not host or port is None:
+        raise UserError(f"--public-url {shown}: {usage}")
+    if not _host_ok(url.raw_host or ""):
+        raise UserError(f"--public-url {shown}: {visible(host)} is not a host name or IP address; {usage}")
+    if url.user is not None or url.password is not None or url.query_string or url.fragment:
+        raise UserError(f"--public-url {shown}: no user, query or fragment (the token is added as ?token=); {usage}")
+
+
+def _host_ok(raw_host: str) -> bool:
+    """A name (IDNA-encoded already: letters, digits, dots, hyphens) or an IP address; yarl
+    takes `[::g]` and `a%00b` as hosts."""
+    if ":" in raw_host:
+        try:
+            return ipaddress.ip_address(raw_host).version == 6
+        except ValueError:
+            return False
+    return re.fullmatch(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?", raw_host) is not None
 
 
 def is_loopback(host: str) -> bool:
@@ -100,16 +140,14 @@ def run_serve(options: ServeOptions) -> int:
         import textual_serve.server  # noqa: F401  (hooktui.web builds on it)
     except ImportError:
         raise UserError("serve needs textual-serve: pip install 'hooktui[web]'") from None
-    from yarl import URL
-
     from ..web.guard import Guard
     from ..web.server import GuardedServer
     from ..web.token_file import TokenFileError, check_token_file, remove_token_file, write_token_file
 
     if not 0 < options.port < 65536:
         raise UserError(f"--port {options.port}: a port is a number from 1 to 65535")
-    if options.public_url and not (options.public_url.startswith(("http://", "https://")) and URL(options.public_url).host):
-        raise UserError(f"--public-url {options.public_url}: give the address the browser uses, e.g. http://127.0.0.1:9000")
+    if options.public_url:
+        check_public_url(options.public_url)
     check_input(options)
     if options.token_file:
         try:
@@ -117,7 +155,7 @@ def run_serve(options: ServeOptions) -> int:
         except TokenFileError as exc:
             raise UserError(str(exc)) from exc
     if not is_loopback(options.host):
-        print(exposed_warning(options.host, options.port), file=sys.stderr)
+        print(exposed_warning(visible(options.host), options.port), file=sys.stderr)
     guard = Guard.make(options.host, options.public_url)
     base = (options.public_url or f"http://{f'[{options.host}]' if ':' in options.host else options.host}:{options.port}").rstrip("/")
     wrote_file = False
@@ -139,7 +177,7 @@ def run_serve(options: ServeOptions) -> int:
     except TokenFileError as exc:
         raise UserError(str(exc)) from exc
     except OSError as exc:  # the port is taken, or the address is not this machine's
-        raise UserError(f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc} (choose another with --port)") from exc
+        raise UserError(f"cannot listen on {visible(options.host)}:{options.port}: {visible(str(exc.strerror or exc))} (choose another with --port)") from exc
     finally:
         if wrote_file:
             remove_token_file(options.token_file, guard.token)

@@ -8,6 +8,7 @@ trace differ only in whether stepping past the last firing can ask the model for
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -41,6 +42,7 @@ from .screens.goto import GotoScreen
 from .screens.save import SaveScreen
 from .screens.help import HelpScreen
 from .screens.overview import OverviewScreen
+from .screens.palette import Palette
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
 from .sources import RecordedSource, Source
 from .widgets.filter_input import FilterInput
@@ -614,6 +616,12 @@ class HooktuiApp(NavigationActions, App):
         last = self.history.events[position - 1] if position > 0 else None
         self.push_screen(ErrorScreen(error, last))
 
+    def action_command_palette(self) -> None:
+        """Textual's palette, whose page keys survive a terminal too small for its list
+        (screens/palette.py)."""
+        if self.use_command_palette and not Palette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         return palette_commands(self, screen, super().get_system_commands(screen))
 
@@ -634,6 +642,10 @@ class HooktuiApp(NavigationActions, App):
             from .terminal_driver import TerminalDriver
 
             return TerminalDriver
+        if driver.__name__ == "WebDriver":  # behind `hooktui serve`: ends with its server
+            from .served_driver import ServedDriver
+
+            return ServedDriver
         return driver
 
     def _exit_on_signal(self, signum: int) -> None:
@@ -643,8 +655,12 @@ class HooktuiApp(NavigationActions, App):
     def run(self, *args, **kwargs):
         """Textual's run; a signal the event loop never got to answer (ending.py) ends
         it too, with its exit status, the terminal given back."""
+        from .model_stdin import kept_from_the_model
+
         try:
-            return super().run(*args, **kwargs)
+            # The terminal's keys are the app's: not the model's input() or breakpoint().
+            with kept_from_the_model(self) if not kwargs.get("headless") else contextlib.nullcontext():
+                return super().run(*args, **kwargs)
         except EndedBySignal:
             ending = self._ending
             if ending is None or ending.signum is None:

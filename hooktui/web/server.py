@@ -10,9 +10,14 @@
 - The page's websocket and static URLs use the address the browser used (its Host, already
   checked), unless --public-url says otherwise: the page works at localhost as at 127.0.0.1,
   and through a tunnel to another local port, and the cookie goes with it.
-- The token is never logged: aiohttp's access log (which prints query strings) is off, and
-  tracebacks do not show local variables. The URL with the token is printed once, by
-  `on_listening`, after the port is bound.
+- The token is never logged: aiohttp's access log (which prints query strings) is off,
+  tracebacks do not show local variables, and every log record goes through TokenFilter
+  (log_filter.py: a malformed request, whose error quoted the raw request line, is one
+  line without it). The URL with the token is printed once, by `on_listening`, after the
+  port is bound.
+- The app processes end with the server, even a SIGKILLed one: each reads the server's
+  pipe as its stdin, and an app whose stdin ends (the server is gone) hangs itself up
+  (hooktui/ui/served_driver.py).
 - SIGINT and SIGTERM end the sessions (each app is told to quit) and the server.
 """
 
@@ -31,6 +36,7 @@ from rich.logging import RichHandler
 from textual_serve.server import Server, to_int
 
 from .guard import Guard
+from .log_filter import TokenFilter
 
 # How long a websocket past the cap waits for a slot before it is refused.
 SLOT_WAIT_S = 2.0
@@ -75,12 +81,11 @@ class GuardedServer(Server):
         return app
 
     def initialize_logging(self) -> None:
-        # textual-serve's, without local variables in tracebacks (a frame can hold a token).
-        logging.basicConfig(
-            level="DEBUG" if self.debug else "INFO",
-            format="%(message)s",
-            handlers=[RichHandler(show_path=False, show_time=False, console=self.console)],
-        )
+        # textual-serve's, without local variables in tracebacks (a frame can hold a token),
+        # and every record through TokenFilter (log_filter.py): no token, no control character.
+        handler = RichHandler(show_path=False, show_time=False, console=self.console)
+        handler.addFilter(TokenFilter(self.guard.token))
+        logging.basicConfig(level="DEBUG" if self.debug else "INFO", format="%(message)s", handlers=[handler])
 
     async def on_startup(self, app: web.Application) -> None:
         pass  # textual-serve prints its logo and URL here; hooktui prints its own, once bound
