@@ -32,7 +32,7 @@ from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
-from .palette import palette_commands
+from .palette_commands import palette_commands
 from ..visible import visible
 from .paths import display_path
 from .screens.breakpoints import BreakpointsScreen
