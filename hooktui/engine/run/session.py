@@ -305,6 +305,9 @@ class Session:
             collector.run_ended()
             self.current = None
             self._tracer = self._run = None
+            # The tracer's own cycles (hooks, closures) must not hold this session, and so the
+            # trace, until a collection: its listeners are bound methods of the session.
+            tracer.on_backward_start = tracer.on_backward_end = None
             run.end()  # device summaries reach the host once, here
             _trim_heap(self._emitted)
         self._set_state(final)
