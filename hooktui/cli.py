@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import traceback
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from .commands.options import (
     DEFAULT_ATOL, DEFAULT_RTOL, BreakOptions, DiffOptions, ModelOptions, OpenOptions, RunOptions, ServeOptions, Tolerances,
     TraceOptions, ViewOptions, is_trace,
 )
-from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, UserError
+from .visible import visible, visible_block
+from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE, Interrupted, Terminated, UserError
 
 __all__ = ["EXIT_BAD_INPUT", "Command", "UserError", "main", "parse"]
 # Values kept per tensor: StatsOptions.max_values's default, and the most `--values` takes
@@ -110,9 +112,18 @@ def _json(what: str) -> argparse.ArgumentParser:
     return json
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the words it quotes from the command line (a file name may hold an
+    escape sequence) made visible."""
+
+    def error(self, message: str):
+        super().error(visible(message))
+
+
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The top-level parser (its `--help` lists the commands) and each command's own."""
-    top = argparse.ArgumentParser(
+    """The top-level parser (its `--help` lists the commands) and each command's own
+    (a subparser is of its parent's class)."""
+    top = _Parser(
         prog="hooktui",
         description="Step through every PyTorch hook firing of a model, forward then backward.",
         epilog="Without a command, `hooktui [MODEL] [OPTIONS]` is `hooktui open`. `hooktui COMMAND --help` lists a "
@@ -373,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     (a test, another program) keeps one process."""
     try:
         return _main(argv, supervised=argv is None)
+    except Terminated as exc:  # SIGTERM, SIGHUP during trace (commands/end_requests.py)
+        try:
+            print(f"hooktui: ended by {signal.Signals(exc.signum).name}; any previous --save file is unchanged",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+        return 128 + exc.signum
     except (KeyboardInterrupt, Interrupted):
         # Ctrl+C anywhere (loading the model, tracing, saving): one line, not a traceback,
         # and never the model's error. A --save in progress leaves any previous file.
@@ -384,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None, supervised: bool) -> int:
+    from .commands.standard_streams import reopen_closed
+
+    reopen_closed()  # before anything opens a file: see commands/standard_streams.py
     command = parse(list(sys.argv[1:] if argv is None else argv))
     options = command.options
     if isinstance(options, RunOptions):
@@ -398,11 +419,14 @@ def _main(argv: list[str] | None, supervised: bool) -> int:
     try:
         return _run(options)
     except UserError as exc:
-        if command.traceback and exc.details:
-            sys.stderr.write(exc.details)
-        elif command.traceback:
-            traceback.print_exception(exc.__cause__ or exc)
-        print(f"hooktui: {exc}", file=sys.stderr)
+        # A message names files and quotes the model's own words: made visible, never obeyed.
+        try:
+            if command.traceback:
+                details = exc.details or "".join(traceback.format_exception(exc.__cause__ or exc))
+                sys.stderr.write(visible_block(details))
+            print(f"hooktui: {visible(str(exc))}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr itself cannot be written: the status still says it
+            pass
         return exc.exit_status
 
 

@@ -25,3 +25,13 @@ class Interrupted(Exception):
 
 
 INTERRUPTED_MESSAGE = "hooktui: interrupted (Ctrl+C)"
+
+
+class Terminated(KeyboardInterrupt):
+    """A request to end (SIGTERM, SIGHUP) during `trace`, raised where the program is, as
+    Ctrl+C's KeyboardInterrupt is: a run in progress ends as Ctrl+C ends it, a --save in
+    progress removes its temporary file. One line, exit status 128 + N."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -23,8 +23,10 @@ from .engine.records.records import Event, LazyTensorRecord, TraceInfo
 # overrides and isolates; the Unicode line and paragraph separators; and what draws nothing:
 # the soft hyphen, zero-width space, non-joiner and joiner (`fc\u200b1` would look like `fc1`;
 # a ZWJ joins emoji into one glyph of fewer cells than counted, shifting every column after
-# it), the word joiner and invisible operators, the Mongolian vowel separator, the BOM.
-_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u2028\u2029\ufeff"
+# it), the word joiner and invisible operators, the Mongolian vowel separator, the BOM. And
+# lone UTF-16 surrogates (a JSON "\udcff", Python's stand-in for an undecodable byte of a
+# file name): no encoding can write one, so printing it would crash.
+_INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u2028\u2029\ufeff\ud800-\udfff"
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 _CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 

@@ -6,7 +6,8 @@ tolerance and, per module, the largest relative difference; `--json` prints one 
 object instead. Each side is labelled with its rank when its header has one. Three files
 or more (one per rank) are diff_ranks.py's: which rank parted from the others first.
 The words both reports use (labels, the tensors that differ, exit status) are diff_text.py's.
-Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input. Every string from
+Exit status: 0 when the runs agree, 1 when they differ, 2 on bad input (or a standard
+output that is closed or cannot be written). Every string from
 a record is shown through hooktui/visible.py.
 """
 
@@ -14,15 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 from ..errors import UserError
 from ..engine.analysis.compare import Comparison, FiringDiff, Tolerance, compare, models_differ
 from ..engine.records.records import TraceInfo
 from ..engine.records.trace_file import LoadedTrace, TraceFileError, read_trace_file
 from ..visible import visible
-from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, json_number, rel_text, side_json, side_label, tensor_lines, tensors_json
+from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, write_out, json_number, rel_text, side_json, side_label, tensor_lines, tensors_json
 from .options import DiffOptions, Tolerances
+from .standard_streams import stdout_closed
 
 
 def read(path: str) -> LoadedTrace:
@@ -48,6 +49,8 @@ def run_diff(options: DiffOptions) -> int:
     if len(paths) < 2:
         raise UserError("diff needs two trace files or more (one per rank): hooktui diff A.jsonl B.jsonl [C.jsonl ...]")
     tol = tolerance(options.tolerances)
+    if stdout_closed():
+        raise UserError("cannot write to standard output: it is closed (the exit status alone: >/dev/null)")
     traces = [read(path) for path in paths]
     if len(paths) > 2:
         from .diff_ranks import run_ranks
@@ -56,11 +59,7 @@ def run_diff(options: DiffOptions) -> int:
     a, b = traces
     result = compare(a.events, b.events, tol)
     sides = [(paths[0], a.info), (paths[1], b.info)]
-    out = sys.stdout
-    if options.json:
-        out.write(json.dumps(as_json(result, *sides)) + "\n")
-    else:
-        out.write(report(result, *sides) + "\n")
+    write_out(json.dumps(as_json(result, *sides)) if options.json else report(result, *sides))
     return EXIT_AGREE if result.agree else EXIT_DIFFER
 
 

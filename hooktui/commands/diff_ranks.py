@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from collections.abc import Sequence
 
 from ..engine.analysis.compare import Tolerance
 from ..engine.analysis.compare_ranks import RankComparison, RankFiring, compare_runs
 from ..engine.records.trace_file import LoadedTrace
 from ..visible import visible
-from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, side_json, side_label, tensor_lines, tensors_json
+from .diff_text import EXIT_AGREE, EXIT_DIFFER, firing_label, write_out, side_json, side_label, tensor_lines, tensors_json
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -31,10 +30,7 @@ def run_ranks(paths: Sequence[str], traces: Sequence[LoadedTrace], tolerance: To
         order = sorted(range(len(traces)), key=lambda i: traces[i].info.rank)
         paths, traces, names = [paths[i] for i in order], [traces[i] for i in order], [names[i] for i in order]
     result = compare_runs([t.events for t in traces], tolerance)
-    if as_json:
-        sys.stdout.write(json.dumps(ranks_json(result, paths, traces, names)) + "\n")
-    else:
-        sys.stdout.write(ranks_report(result, paths, traces, names) + "\n")
+    write_out(json.dumps(ranks_json(result, paths, traces, names)) if as_json else ranks_report(result, paths, traces, names))
     return EXIT_AGREE if result.agree else EXIT_DIFFER
 
 

@@ -6,13 +6,25 @@ status. Every string from a record is shown through hooktui/visible.py.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 from ..engine.analysis.compare import FiringDiff
 from ..engine.records.records import Event, TraceInfo
+from ..errors import UserError
 from ..visible import visible
 
 EXIT_AGREE, EXIT_DIFFER = 0, 1
+
+
+def write_out(text: str) -> None:
+    """The report on stdout; one that cannot be written (a full disk) is refused in words,
+    exit status 2 (1 means the runs differ)."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot write to standard output: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
 def side_label(path: str, info: TraceInfo, firings: int) -> str:

@@ -28,12 +28,14 @@ from ..engine.analysis.born import where_born
 from ..engine.records import firing
 from ..engine.records.records import firing_number
 from ..engine.records.trace_file import TraceFileError, check_save_path, event_json, write_trace
-from ..errors import Interrupted, UserError
+from ..errors import Interrupted, Terminated, UserError
 from ..visible import visible
 from .breaks import value_breakpoints
+from .end_requests import end_requests_raise
 from .common import load, session_for
 from .model_output import records_stdout
 from .options import TraceOptions
+from .standard_streams import stdout_closed
 from .table import format_event, format_header
 
 
@@ -110,8 +112,25 @@ class _Save:
             raise UserError(f"could not save the trace: {reason} (any previous file is unchanged)") from exc
 
 
+def _pickling_advice(error, label: str) -> str | None:
+    """pickle (a multiprocessing Pool, torch.save) cannot find the model file's functions by
+    a private module name (engine/run/loader.py: a name that is not the file's own)."""
+    if "hooktui_model_" not in error.message or "pickl" not in (error.type + error.message).lower():
+        return None
+    return (f"pickle finds a function by its module's name, and {label}'s name is not one it can import (taken, or not "
+            "a Python name): rename the file, e.g. my_model.py, or put the function in a module of its own")
+
+
 def run_trace(options: TraceOptions) -> int:
+    with end_requests_raise():
+        return _run_trace(options)
+
+
+def _run_trace(options: TraceOptions) -> int:
     save = _Save(options.save)
+    if stdout_closed():  # `>&-`: refused before the model runs, never blamed on it
+        raise UserError(f"cannot write to standard output: it is closed (to discard the firings: >/dev/null){save.unwritten()}",
+                        exit_status=EXIT_FAILED_OUTPUT)
     with records_stdout() as out:
         loaded = load(options.model)
         breakpoints = value_breakpoints(options.breaks)
@@ -135,9 +154,9 @@ def run_trace(options: TraceOptions) -> int:
                 closed = True
                 if not save.wanted:
                     session.quit()  # nobody is reading and nothing is to be saved
-            except OSError as exc:  # a full disk, an I/O error: said as such, never as the model's error
+            except (OSError, ValueError) as exc:  # a full disk, an I/O error, a closed stream: said as such, never as the model's error
                 closed = True
-                failed.append(exc)
+                failed.append(exc if isinstance(exc, OSError) else OSError(str(exc)))
                 session.quit()
 
         if not options.json:
@@ -158,6 +177,8 @@ def run_trace(options: TraceOptions) -> int:
         trace = session.run(on_event=on_event, on_state=on_state)
         if os.getpid() != pid:  # a process the model forked, ending through here: not ours to save or report
             _end_forked_child(trace.exception)
+        if isinstance(trace.exception, Terminated):  # SIGTERM, SIGHUP: as Ctrl+C, with its own status
+            raise trace.exception
         if isinstance(trace.exception, KeyboardInterrupt):  # Ctrl+C: the run did not end, keep any previous file
             raise Interrupted()
         if stopped and not failed:
@@ -172,7 +193,7 @@ def run_trace(options: TraceOptions) -> int:
         return 0
     if trace.error is not None:
         # The device-mismatch advice, else what usually goes wrong there.
-        fix = device_errors.advice(trace.error.message, trace.error_in_loss)
+        fix = device_errors.advice(trace.error.message, trace.error_in_loss) or _pickling_advice(trace.error, loaded.label)
         if trace.error_in_loss:
             raise UserError(
                 f"{loaded.label}: computing the loss failed: {trace.error.type}: {trace.error.message}"

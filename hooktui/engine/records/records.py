@@ -324,10 +324,15 @@ def firing_number(index: int, sub: int = 0) -> str:
     return f"{index}.{sub}" if sub else str(index)
 
 
+def _ascii_digits(text: str) -> bool:
+    """0-9 only: "²" and "①" pass str.isdigit() and not int()."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_firing_number(text: str) -> tuple[int, int] | None:
     """(index, sub) from "39", "#39" or "39.1"; None if it is not a firing number."""
     head, dot, tail = text.strip().lstrip("#").partition(".")
-    if not head.isdigit() or dot and not tail.isdigit():
+    if not _ascii_digits(head) or dot and not _ascii_digits(tail):
         return None
     return int(head), int(tail) if dot else 0
 

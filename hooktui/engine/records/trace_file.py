@@ -1,7 +1,8 @@
 """Trace files: JSON lines, a header line then one event per line. Plain JSON only
 (never pickle): a trace may come from someone else.
 
-Reading treats the file as hostile. A line is read only up to LINE_MAX bytes, then msgspec
+Reading treats the file as hostile. A line is read only up to LINE_MAX bytes (the first,
+a header, HEADER_LINE_MAX), then msgspec
 decodes it, in C, straight into the typed, bounded structs below (one annotated field per
 record field: its type, its range, its length; unknown fields refused), and only then are
 the records built from them. A block of values must be exactly as long as its shape says,
@@ -53,6 +54,10 @@ VERSION = 1
 
 # -- limits on what a file may make the reader do -------------------------------------------
 LINE_MAX = 8 << 20  # bytes in one line
+# bytes in the first line (the header: every module's name, type and parameter shapes, and
+# the stored source lines). hooktui writes about 80 bytes a module: 15.7 MB for 200,000
+# modules, some 80 MB for MODULES_MAX; this leaves room for long names and many parameters.
+HEADER_LINE_MAX = 256 << 20
 NAME_MAX = 1_000  # characters in a name: module, type, tensor, dtype, device, node
 TEXT_MAX = 20_000  # characters in a note, a message, a source line, a label
 TRACEBACK_MAX = 200_000
@@ -513,7 +518,8 @@ def _explain(tp: Any, value: Any, depth: int = 0) -> None:
             try:
                 _explain(item, one, depth)  # the value first, then its key (as the hand-written checks did)
                 if _limits(key_type)[0] is int:  # a line number, written as a string
-                    if not key.isdigit() or len(key) > 9 or key == "0" * len(key) or key != str(int(key)):
+                    # ASCII digits only: "²" and "①" pass isdigit() and not int().
+                    if not (key.isascii() and key.isdigit()) or len(key) > 9 or key == "0" * len(key) or key != str(int(key)):
                         raise _Invalid(f"expected a line number, got {_got(key)}")
                 else:
                     _explain(key_type, key, depth)
@@ -693,18 +699,21 @@ def read_trace_file(path: str | os.PathLike) -> LoadedTrace:
 
 
 def _lines(path: Path, stream: IO[bytes]):
-    """(number, line) of every line that is not blank, as bytes: msgspec checks UTF-8."""
+    """(number, line) of every line that is not blank, as bytes: msgspec checks UTF-8. The
+    first one (a header) may be up to HEADER_LINE_MAX long, every other up to LINE_MAX."""
     number = 0
     readline = stream.readline
+    limit, what = HEADER_LINE_MAX, "a header line"
     while True:
-        raw = readline(LINE_MAX + 1)
+        raw = readline(limit + 1)
         if not raw:
             return
         number += 1
-        if len(raw) > LINE_MAX:
-            raise TraceFileError(f"{path}:{number}: line longer than {LINE_MAX >> 20} MiB, more than a trace line may hold")
+        if len(raw) > limit:
+            raise TraceFileError(f"{path}:{number}: line longer than {limit >> 20} MiB, more than {what} may hold")
         if not raw.isspace():
             yield number, raw
+            limit, what = LINE_MAX, "a trace line"
 
 
 def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
@@ -713,6 +722,11 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
     if first is None:
         raise TraceFileError(f"{path}: empty file, not a hooktui trace")
     number, line = first
+    fast = _decoded_header(line)
+    if fast is not None:
+        info, sources = fast
+        events = [_event(path, n, text) for n, text in lines]
+        return LoadedTrace(info=info, events=events, sources=sources)
     header = _parse(path, number, line)
     if isinstance(header, dict) and "format" not in header and "index" in header and "hook" in header:
         # `hooktui trace --json` output: the same event records without a header, and
@@ -757,6 +771,29 @@ def _read(path: Path, stream: IO[bytes]) -> LoadedTrace:
             sources = decoded
     events = [_event(path, n, text) for n, text in lines]
     return LoadedTrace(info=info, events=events, sources=sources)
+
+
+class _Header(_Record):
+    """The first line of a saved trace, decoded in one pass straight from its bytes (a
+    header of 200,000 modules is some 20 MB: Python's json and a convert took 11 s)."""
+
+    format: Literal[FORMAT]
+    version: Literal[VERSION]  # an integer: `true` and `1.0` are refused
+    info: _Info
+    sources: Sources = {}
+
+
+_HEADER = msgspec.json.Decoder(_Header)
+
+
+def _decoded_header(line: bytes) -> tuple[TraceInfo, dict[str, dict[int, str]]] | None:
+    """The header's info and sources, or None where the fast path cannot say (not a header,
+    `--json` output, or a refused header: then the slow path says why, in words)."""
+    try:
+        header = _HEADER.decode(line)
+        return _to_info(header.info), header.sources
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, _Invalid):
+        return None
 
 
 def _header_info(header: dict) -> TraceInfo:

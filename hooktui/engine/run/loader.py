@@ -9,6 +9,8 @@ Every failure is a LoadError with one message that names the file and what to de
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import keyword
 import os
 import sys
 import types
@@ -98,10 +100,13 @@ def _load_file(path: Path, input_shape: tuple[int, ...] | None, seed: int) -> Lo
         code = compile(path.read_bytes(), str(path), "exec")
     except SyntaxError as exc:
         raise LoadError(f"{label}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    module = types.ModuleType(f"hooktui_model_{path.stem}")
-    module.__file__ = str(path.resolve())
-    # The file's folder is importable while it loads, as it would be with `python FILE`.
     folder = str(path.resolve().parent)
+    name = _importable_name(path.resolve(), folder)
+    module = types.ModuleType(name or f"hooktui_model_{path.stem}")
+    module.__file__ = str(path.resolve())
+    if name:
+        sys.modules[name] = module
+    # The file's folder is importable while it loads, as it would be with `python FILE`.
     sys.path.insert(0, folder)
     try:
         exec(code, module.__dict__)
@@ -111,6 +116,29 @@ def _load_file(path: Path, input_shape: tuple[int, ...] | None, seed: int) -> Lo
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
     return _from_namespace(vars(module), label, str(path.resolve()), input_shape, seed)
+
+
+def _importable_name(path: Path, folder: str) -> str | None:
+    """The file's own stem, when that name imports this very file: pickle finds a function
+    or class by module and name, in this process (a fork) or a fresh one (spawn,
+    forkserver), as it finds a script's under `python FILE`: a multiprocessing Pool over a
+    function of the model file, torch.save of its model. The folder then stays on sys.path,
+    at the end (it shadows nothing). None where the name is taken (`test.py`, a second
+    model of the same name) or is no module name (`my-model.py`): a private name, which
+    pickle refuses at once (a spawned process would fail to import it, and a Pool would
+    start new ones forever)."""
+    stem = path.stem
+    if not stem.isidentifier() or keyword.iskeyword(stem) or stem in sys.modules or stem in sys.builtin_module_names:
+        return None
+    added = folder not in sys.path
+    if added:
+        sys.path.append(folder)
+    spec = importlib.machinery.PathFinder.find_spec(stem)
+    if spec is not None and spec.origin is not None and Path(spec.origin).resolve() == path:
+        return stem
+    if added:
+        sys.path.remove(folder)
+    return None
 
 
 def _load_attribute(target: str, input_shape: tuple[int, ...] | None, seed: int) -> LoadedModel:

@@ -240,7 +240,17 @@ def _exact_counts(flat: torch.Tensor) -> tuple[tuple[int, int, int], float | Non
     total = (flat.sum(dtype=torch.float32) if flat.dtype in (torch.float16, torch.bfloat16) else flat.sum()).item()
     if math.isfinite(total):
         return _NO_NONFINITE, total
-    return (int(torch.isnan(flat).sum()), int(torch.isposinf(flat).sum()), int(torch.isneginf(flat).sum())), None
+    # In blocks: torch.isnan and torch.isposinf of the whole would each make a temporary as
+    # large as the tensor or more (+862 MB for 1e8 float32 elements; docs/benchmarks.md).
+    nan = posinf = neginf = 0
+    for block in flat.split(_COUNT_BLOCK):
+        nan += int(torch.isnan(block).sum())
+        posinf += int(torch.isposinf(block).sum())
+        neginf += int(torch.isneginf(block).sum())
+    return (nan, posinf, neginf), None
+
+
+_COUNT_BLOCK = 1 << 20  # elements counted at once: temporaries of a few MB
 
 
 def _moments(work: torch.Tensor, has_nonfinite: bool, sample_size: int, total: float | None = None):
