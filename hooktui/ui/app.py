@@ -511,13 +511,17 @@ class HooktuiApp(NavigationActions, App):
         if event is None or isinstance(self.screen, ConsoleScreen):
             return
         live = self.source.live_firing(event)
+        run_names = self.source.console_names()
+        also = f"; the run's: {', '.join(run_names)}" if run_names else ""
         if live is not None:
-            where = f"at #{event.number} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)})"
+            where = f"at #{event.number} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)}){also}"
         elif self.source.live:
-            where = f"at #{event.number}, a past firing: only its records (event, tensors): its live tensors are gone"
+            where = f"at #{event.number}, a past firing: its records (event, tensors){also}"
         else:
             where = f"at #{event.number} of a recorded trace: only its records (event, tensors)"
-        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names), self.console_history, self.console_results))
+        past = live is None and self.source.live
+        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names, run_names=run_names, past=past),
+                                       self.console_history, self.console_results))
 
     def action_save(self) -> None:
         if isinstance(self.screen, SaveScreen):

@@ -8,7 +8,7 @@ from textual.keys import format_key
 
 BINDINGS = [
     Binding("n,space,f10", "step", "Next", id="hooktui.next"),
-    Binding("s", "step_into", "Into", id="hooktui.step_into"),
+    Binding("s,f11", "step_into", "Into", id="hooktui.step_into"),
     Binding("f", "finish", "Finish", id="hooktui.finish"),
     Binding("c,f5", "resume", "Continue", id="hooktui.continue"),
     Binding("N,p", "back", "Back", id="hooktui.back"),

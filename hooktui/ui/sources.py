@@ -129,6 +129,12 @@ class Source:
         None (a recorded trace has none: only the values it kept)."""
         return None
 
+    def console_names(self) -> dict:
+        """Names the console has at any firing of a live run, as pdb has the program's:
+        `model`, and once the run has them, `loss`, `output` and `grads` (each parameter's
+        final .grad by name). A recorded trace has none."""
+        return {}
+
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
         found: dict[int, UserHookInfo] = {}
@@ -282,6 +288,17 @@ class LiveSource(Source):
     @property
     def stop(self) -> Stop | None:
         return self.session.gate.stop if self.state == "paused" else None
+
+    def console_names(self) -> dict:
+        session = self.session
+        names = {"model": session.model}
+        if session.trace.loss is not None:
+            names["loss"] = session.trace.loss
+        if session.trace.output is not None:
+            names["output"] = session.trace.output
+        if session.final_grads:
+            names["grads"] = dict(session.final_grads)
+        return names
 
     def live_firing(self, event: Event | None):
         current = self.session.current

@@ -344,7 +344,7 @@ def test_help_screen_and_keymap_and_palette():
             for new in ("Step into", "Finish", "Show or hide the legacy", "Show the explain pane"):
                 assert any(t.startswith(new) for t in titles), new
             keys = {action: k for k, _, action in key_help(app)}
-            assert keys["step_into"] == "s" and keys["pane('source')"] == "o" and keys["pane('explain')"] == "x"
+            assert keys["step_into"] == "s, F11" and keys["pane('source')"] == "o" and keys["pane('explain')"] == "x"
             assert keys["finish"] == "f" and keys["jump"] == "j" and keys["legacy"] == "L"
 
     run(script())

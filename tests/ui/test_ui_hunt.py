@@ -9,6 +9,7 @@ from textual import events
 from textual.widgets import Static
 
 from hooktui.engine.analysis.breakpoints import Breakpoint, parse_breakpoint
+from hooktui.engine.run.loader import load_target
 from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.breakpoints import BreakpointsScreen
@@ -167,7 +168,37 @@ def test_console_on_a_recorded_trace_says_what_is_not_available():
             first, second, third = app.console_results
             assert first.tensor is not None and first.tensor.shape == [1, 2]
             assert not second.ok and "not available here: a recorded trace" in second.text
+            assert "model" not in second.text  # a recorded trace offers no run's names
             assert third.text == repr(trace.events[0].hook)
+
+    run(script())
+
+
+def test_console_after_the_run_is_a_post_mortem():
+    """After `c` to the end, `:` had `module` "not available here: a recorded trace..." (a
+    live run) and `model` a NameError. As pdb's post-mortem: the model, the loss, the output
+    and each parameter's final .grad, compared with plain torch on the same model."""
+    app = sample_app("seed.py")
+    loaded = load_target(SAMPLES / "seed.py")
+    loss = loaded.loss_fn(loaded.model(*loaded.inputs)) if loaded.loss_fn else loaded.model(*loaded.inputs).sum()
+    loss.backward()
+    plain = dict(loaded.model.named_parameters())
+
+    async def script():
+        async with paused_at_start(app, size=(100, 30)) as pilot:
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "finished", "the end of the run")
+            await pilot.press("colon")
+            for line in ("module", "type(model).__name__", "loss.item()", "grads['fc1.weight'].sum().item()",
+                         "sorted(grads)", "model.fc1.weight.grad"):
+                await pilot.press(*line, "enter")
+            module, name, loss_value, grad_sum, names, grad_on_model = app.console_results
+            assert not module.ok and "not available at a past firing" in module.text and "model" in module.text
+            assert name.text == repr(type(loaded.model).__name__)
+            assert loss_value.text == repr(loss.item())
+            assert grad_sum.text == repr(plain["fc1.weight"].grad.sum().item())
+            assert names.text == repr(sorted(plain))
+            assert grad_on_model.text == "None"  # the run left the model as it found it
 
     run(script())
 

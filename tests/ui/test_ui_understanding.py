@@ -30,7 +30,7 @@ def test_step_into_shows_node_firings_and_finish_reaches_the_backward():
             # fc1: `s` at its backward_pre, then `n`: node firings of fc1, in the engine's order.
             await step_to(pilot, "backward_pre", "fc1")
             start = app.history.cursor
-            await pilot.press("s")
+            await pilot.press("f11")  # F11, as in VS Code: `s`
             await wait_for(pilot, lambda: app.state == "paused" and len(app.history) > start + 1, "the first firing inside")
             while app.state == "paused":
                 last = len(app.history)

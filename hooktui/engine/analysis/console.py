@@ -5,7 +5,8 @@ app's, for its lifetime, as pdb keeps them) and seen by later lines at any firin
 
 Live, the names are the live objects (`grad_output[0]` is the tensor itself); in a
 recorded trace only `event` and `tensors` (the records by name) exist, and a name that
-needs the model says so. A tensor result is summarised like a tensor of a firing (the
+needs the model says so. A live run also offers its own names at every firing, past ones and
+after the run too, as pdb's post-mortem does: `model`, `loss`, `output`, `grads`. A tensor result is summarised like a tensor of a firing (the
 Tensors pane's one line, its values for the Values grid); anything else is its repr,
 cut to a line. An exception is one line; nothing it raises escapes.
 
@@ -54,10 +55,14 @@ class _Printed(io.StringIO):
         return len(text)
 
 
-def evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
+def evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None, *,
+             run_names: dict | None = None, past: bool = False) -> ConsoleResult:
+    """`run_names`: what a live run offers at every firing (`model`, and after the run `loss`,
+    `output`, `grads`: ui/sources.py); the firing's own names win over them. `past`: `event`
+    is a past firing of a live run (its live objects are gone), not a recorded trace's."""
     printed = _Printed()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        result = _evaluate(expression, event, live, names)
+        result = _evaluate(expression, event, live, names, run_names or {}, past)
     output = printed.getvalue()
     if len(output) > OUTPUT_LIMIT:
         output = output[:OUTPUT_LIMIT] + "\n… (output cut)"
@@ -67,9 +72,9 @@ def evaluate(expression: str, event: Event, live: Any = None, names: dict | None
     return result
 
 
-def _evaluate(expression: str, event: Event, live: Any = None, names: dict | None = None) -> ConsoleResult:
+def _evaluate(expression: str, event: Event, live: Any, names: dict | None, run_names: dict, past: bool) -> ConsoleResult:
     expression = expression.strip()
-    scope = condition_scope(event, live)
+    scope = {**run_names, **condition_scope(event, live)}
     namespace = {"__builtins__": __builtins__, **(names or {}), **scope}
     try:
         try:
@@ -84,7 +89,12 @@ def _evaluate(expression: str, event: Event, live: Any = None, names: dict | Non
     except NameError as exc:
         name = getattr(exc, "name", None)
         if live is None and name in CONDITION_NAMES:
-            why = f"{name} is not available here: a recorded trace has no live objects (names here: event, tensors)"
+            here = ", ".join(["event", "tensors", *run_names])
+            if past:
+                why = (f"{name} is not available at a past firing: only the firing the model is paused at has its live "
+                       f"objects (names here: {here})")
+            else:
+                why = f"{name} is not available here: a recorded trace has no live objects (names here: {here})"
             return ConsoleResult(expression, why, ok=False)
         return ConsoleResult(expression, f"NameError: {exc}", ok=False)
     except SyntaxError as exc:

@@ -160,6 +160,7 @@ class Session:
         self.loss_fn = loss_fn
         self.user_step = step
         self.restore_model = restore_model
+        self.final_grads: dict[str, torch.Tensor] = {}  # name -> the .grad the run left (post-mortem)
         self.thread_state = thread_state
         self.quit_finishes = quit_finishes
         self.gate = Gate(pause=pause)
@@ -291,6 +292,9 @@ class Session:
                     # schedule's scaling too): the .grad the optimizer will use, where
                     # param_grad showed another (final_grads.py).
                     tracer.contain.call("recording the final .grad", tracer.backward_returned)
+                    # For the console after the run (pdb's post-mortem): the .grad each parameter
+                    # ended with, which restoring the model takes off it.
+                    self.final_grads = {name: p.grad for name, p in self._walk.params if p.grad is not None}
                 finally:
                     run.remove_hooks()  # each part, whatever the other does (lifecycle.py)
         except QuitRequested:
