@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp  # with textual-serve, the web extra that `make install` installs
 
 from cli_run import ROOT
+from processes import processes
 
 URL_LINE = re.compile(r"hooktui serve: (http://\S+/\?token=([A-Za-z0-9_-]+))")
 
@@ -62,16 +63,7 @@ class Served:
 
     def apps(self) -> list[int]:
         """The server's child processes (the apps it started), zombies left out."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rpartition(")")[2].split()
-                except OSError:
-                    continue
-                if int(fields[1]) == self.process.pid and fields[0] != "Z":
-                    found.append(int(entry.name))
-        return found
+        return [p.pid for p in processes() if p.parent == self.process.pid and p.state != "Z"]
 
     def wait_apps(self, count: int, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import SAMPLES
+from processes import processes
 from served import Served, browser, read_until
 
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -61,15 +62,7 @@ def test_serve_a_malformed_request_is_one_log_line_without_the_token(served):
 
 def _descendants(pid: int) -> set[int]:
     """Every living process below `pid` (children, theirs, ...), from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
+    parents = {p.pid: p.parent for p in processes() if p.state != "Z"}
     found, frontier = set(), {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from processes import processes
 from pty_run import LEAVE_ALT_SCREEN, MOUSE_OFF, Ended, PtyApp
 
 SHOW_CURSOR = b"\x1b[?25h"
@@ -89,16 +90,7 @@ def test_a_model_reading_stdin_or_calling_breakpoint_does_not_take_the_apps_keys
 
 def _group_states(group: int) -> list[str]:
     """The state letter of every process in the process group `group`."""
-    states = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(fields[3]) == group:
-                states.append(fields[0])
-    return states
+    return [p.state for p in processes() if p.group == group]
 
 
 def _wait_group(group: int, stopped: bool, timeout: float = 30) -> None:
