@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import aiohttp  # with textual-serve, the web extra that `make install` installs
 
