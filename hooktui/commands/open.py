@@ -12,15 +12,32 @@ def run_open(options: OpenOptions) -> int:
     loaded = load(options.model)  # bad input is said first, terminal or not
     model = f" {options.model.target}" if options.model.target else ""
     require_terminal(f"`hooktui trace{model}` prints the firings instead")
+    from ..ui.process import run_app
+
+    return run_app(restartable_app(loaded, value_breakpoints(options.breaks), options.legacy))
+
+
+def restartable_app(loaded, breakpoints, legacy: bool, previous=None):
+    """The app on a new run of `loaded`; `R` in it builds the next one the same way, with the
+    breakpoints (and their on/off), the break at backward and the legacy switch the previous
+    app had at its end (pdb's restart keeps its breakpoints)."""
     from ..ui.app import HooktuiApp
     from ..ui.sources import LiveSource
-    from ..ui.process import run_app
 
     # Legacy firings are always recorded, so that `L` can show them in the app; without
     # --legacy they start hidden and the model never pauses at them.
     session = session_for(loaded, pause=True, legacy=True)
-    for bp in value_breakpoints(options.breaks):  # before the run: a non-finite one also notes forward lines
+    if previous is None:
+        states = [(bp, True) for bp in breakpoints]
+    else:
+        states = [(state.breakpoint, state.enabled) for state in previous.source.breakpoint_list.states()]
+        session.gate.break_on_backward = previous.source.break_on_backward
+        legacy = previous.legacy_shown
+    for bp, enabled in states:  # before the run: a non-finite one also notes forward lines
         session.add_breakpoint(bp)
-    if not options.legacy:
+        if not enabled:
+            session.gate.breakpoint_list.set_enabled(bp, False)
+    if not legacy:
         session.gate.skip_hooks.add("legacy_backward")
-    return run_app(HooktuiApp(LiveSource(session), source_path=loaded.path))
+    return HooktuiApp(LiveSource(session), source_path=loaded.path,
+                      restart=lambda app: restartable_app(loaded, breakpoints, legacy, previous=app))

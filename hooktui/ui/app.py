@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 from textual import events, on
@@ -105,6 +105,7 @@ class HooktuiApp(NavigationActions, App):
         show_timings: bool = True,
         exit_on_signals: bool = False,
         against: Against | None = None,
+        restart: Callable[[HooktuiApp], HooktuiApp] | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -116,6 +117,10 @@ class HooktuiApp(NavigationActions, App):
         self.source_path = source_path
         self.show_timings = show_timings
         self.against = against  # `view A --against B`: the other run, compared
+        # `R` (pdb's restart): builds the next app, on a new run of the same model, from this
+        # one (its breakpoints); run_app (ui/process.py) runs it once this one has ended.
+        self.restart = restart
+        self.restart_requested = False
         # EXIT_SIGNALS end the app (terminal restored) instead of killing the process
         # with the terminal still in raw mode; only for the process's own app (hooktui.ui.process).
         self.exit_on_signals = exit_on_signals
@@ -637,6 +642,15 @@ class HooktuiApp(NavigationActions, App):
 
     # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
+        self.source.quit()
+        self.exit()
+
+    def action_restart(self) -> None:
+        if self.restart is None:
+            why = "a recorded trace has no model to run" if not self.source.live else "hooktui.debug's step is your program's"
+            self.notify(f"R restarts `hooktui MODEL.py` only: {why}", title="restart", markup=False)
+            return
+        self.restart_requested = True
         self.source.quit()
         self.exit()
 

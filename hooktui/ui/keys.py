@@ -39,6 +39,7 @@ BINDINGS = [
     Binding("right_curly_bracket", "outer_slice(1)", "Next outer slice", show=False, id="hooktui.slice.outer_next"),
     Binding("e", "show_error", "Show the error", show=False, id="hooktui.error"),
     Binding("question_mark,f1", "help", "Help", id="hooktui.help"),
+    Binding("R", "restart", "Restart", show=False, id="hooktui.restart"),
     Binding("q", "quit", "Quit", id="hooktui.quit"),
 ]
 
@@ -75,6 +76,7 @@ HELP = {
     "outer_slice(1)": "values: next index of the outermost dim",
     "show_error": "show the model's exception again",
     "help": "this help",
+    "restart": "restart: run the model again from its first firing, breakpoints kept (hooktui MODEL.py)",
     "quit": "quit (stops the model at once)",
 }
 

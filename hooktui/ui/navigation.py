@@ -20,7 +20,7 @@ class NavigationActions:
         self._render_current()
 
     # Keys that say why when they cannot act (a disabled binding would do nothing, silently).
-    EXPLAINED = ("jump", "show_error")
+    EXPLAINED = ("jump", "show_error", "restart")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.EXPLAINED:

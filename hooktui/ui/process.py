@@ -25,22 +25,32 @@ if TYPE_CHECKING:
     from .app import HooktuiApp
 
 MODEL_GRACE = 0.1  # seconds the model's thread gets to end on its own after the app
+RESTART_WAIT = 10.0  # seconds `R` waits for the model's thread to stop before the next run
 EXIT_CRASHED = 1
 
 
 def run_app(app: HooktuiApp, *, headless: bool = False) -> int:
     from ..supervise import app_gave_back_terminal, app_takes_terminal
 
-    app.exit_on_signals = True
     status = EXIT_CRASHED
     try:
-        if not headless:
-            app_takes_terminal()
-        app.run(headless=headless)
-        if not headless:
-            app_gave_back_terminal()
-        status = exit_status(app)
-        write_model_output(app.model_output)
+        while True:
+            app.exit_on_signals = True
+            if not headless:
+                app_takes_terminal()
+            app.run(headless=headless)
+            if not headless:
+                app_gave_back_terminal()
+            status = exit_status(app)
+            write_model_output(app.model_output)
+            if not (app.restart_requested and app.restart is not None and status == 0):
+                break
+            # `R`: the model's thread stops at its next firing (it is paused at one, or done);
+            # the next run starts once it has, on the model as the run left it (restored).
+            if not app.source.join(RESTART_WAIT):
+                _say(f"hooktui: not restarted: the model did not stop within {RESTART_WAIT:.0f} s (inside a long call?)")
+                break
+            app = app.restart(app)
         if status == EXIT_INTERRUPTED:
             _say(INTERRUPTED_MESSAGE)
     finally:

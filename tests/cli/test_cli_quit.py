@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,21 @@ def test_a_dropped_connection_during_an_endless_forward_ends_the_process():
         elapsed = app.wait_exit(10)
     assert elapsed < 2.0, f"exit took {elapsed:.2f} s"
     assert app.process.returncode != 0
+
+
+def test_R_restarts_the_run_in_the_same_process_and_q_then_quits():
+    """`R` after `c` to the end: the app again, paused at the model's first firing (a new
+    run in the same process: no second start of Python and torch), and `q` ends it with 0."""
+    with PtyApp("open", "sample_models/seed.py") as app:
+        app.wait_for(rb"paused", 60)
+        app.press("c")
+        app.wait_for(rb"finished", 60)
+        mark = len(app.text())
+        app.press("R")
+        deadline = time.monotonic() + 60  # the next app: "paused" again, after the mark
+        while b"paused" not in app.text()[mark:]:
+            assert app.process.poll() is None and time.monotonic() < deadline, app.text()[-400:]
+            time.sleep(0.05)
+        after, cooked, _ = app.end(lambda: app.press("q"), within=20)
+    assert app.process.returncode == 0
+    assert LEAVE_ALT_SCREEN in after and cooked
