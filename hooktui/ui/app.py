@@ -45,6 +45,7 @@ from .screens.overview import OverviewScreen
 from .screens.palette import Palette
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
 from .sources import RecordedSource, Source
+from .terminal_driver import drop_unreadable_size
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
@@ -108,6 +109,7 @@ class HooktuiApp(NavigationActions, App):
         restart: Callable[[HooktuiApp], HooktuiApp] | None = None,
         **kwargs,
     ) -> None:
+        drop_unreadable_size()  # before Textual makes its Rich Console, which reads them
         super().__init__(**kwargs)
         # The app reaches the engine only through its Source (ui/sources.py): a live
         # session's (LiveSource) or a recorded trace's, given as records here for short.

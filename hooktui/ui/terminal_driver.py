@@ -59,11 +59,26 @@ def terminal_size(environ=os.environ, first: tuple[int, ...] = ()) -> tuple[int,
             continue
         break
     columns, lines = environ.get("COLUMNS"), environ.get("LINES")
-    if columns is not None and columns.isdigit():
+    if columns is not None and _readable(columns):
         width = int(columns)
-    if lines is not None and lines.isdigit():
+    if lines is not None and _readable(lines):
         height = int(lines)
     return width or 80, height or 25
+
+
+def _readable(value: str) -> bool:
+    return value.isascii() and value.isdigit()
+
+
+def drop_unreadable_size(environ=os.environ) -> list[str]:
+    """Remove COLUMNS and LINES when they are not a number in ASCII digits; returns their
+    names. Rich reads them with `isdigit()` then `int()`, so `COLUMNS=²` (a digit to
+    `isdigit`, not to `int`) made every Console, the app's included, raise ValueError. A
+    value nothing can read is no size: without it the terminal's own size is used."""
+    dropped = [name for name in ("COLUMNS", "LINES") if name in environ and not _readable(environ[name])]
+    for name in dropped:
+        del environ[name]
+    return dropped
 
 
 def _dup(fd: int) -> int | None:

@@ -167,3 +167,24 @@ def test_the_command_palette_survives_a_terminal_too_small_for_its_list():
     before, after = asyncio.run(storm())
     assert getattr(app, "_exception", None) is None
     assert after is not None and before is not None and after > before  # pagedown still pages
+
+
+@pytest.mark.parametrize("columns", ["²", "٣٠"])
+def test_a_size_variable_nothing_can_read_is_no_size(columns):
+    """COLUMNS=² is a digit to `str.isdigit` and not to `int`: Rich, which checks the one and
+    calls the other, raised ValueError as the app was made. Arabic-Indic digits (which `int`
+    reads) are no size either: the terminal's own size is used, and the app draws at it."""
+    with PtyApp("open", "sample_models/seed.py", size=(100, 30), env={"COLUMNS": columns, "LINES": columns}) as app:
+        app.wait_for(rb"paused", 60)
+        ended = app.end(lambda: app.press("q"), within=20)
+    assert app.process.returncode == 0, ended.after[-600:]
+    assert b"ValueError" not in app.text()
+    _check_restored(ended)
+
+
+def test_only_ascii_digit_sizes_are_kept():
+    from hooktui.ui.terminal_driver import drop_unreadable_size
+
+    environ = {"COLUMNS": "٣٠", "LINES": "24", "TERM": "xterm"}
+    assert drop_unreadable_size(environ) == ["COLUMNS"]
+    assert environ == {"LINES": "24", "TERM": "xterm"}
