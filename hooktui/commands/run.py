@@ -20,6 +20,7 @@ import traceback
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, INTERRUPTED_MESSAGE
 from ..loop import where
 from ..loop.errors import GuardError, Quit
+from ..visible import visible
 from .options import RunOptions
 
 
@@ -27,11 +28,12 @@ def run_script(options: RunOptions, supervised: bool = False) -> int:
     """`supervised`: fork the terminal supervisor first (hooktui/supervise.py); only the
     `hooktui` command itself does, never a caller in its own process (a test)."""
     script = options.script
+    shown = visible(script)  # a file name may hold control characters: never sent raw to the terminal
     if os.path.isdir(script):
-        print(f"hooktui: run: {script}: is a folder; give the Python script to run", file=sys.stderr)
+        print(f"hooktui: run: {shown}: is a folder; give the Python script to run", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not os.path.isfile(script):
-        print(f"hooktui: run: {script}: no such file", file=sys.stderr)
+        print(f"hooktui: run: {shown}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
     if supervised:  # the app may take the terminal: a parent process gives it back whatever ends it
         from ..supervise import supervise
@@ -44,12 +46,12 @@ def run_script(options: RunOptions, supervised: bool = False) -> int:
     try:
         runpy.run_path(script, run_name="__main__")
     except Quit as quit:
-        print(f"hooktui: quit in the debugger at {quit.where or script}; the script stopped there", file=sys.stderr)
+        print(f"hooktui: quit in the debugger at {visible(quit.where or script)}; the script stopped there", file=sys.stderr)
         return 0
     except SystemExit as exc:  # the script's own sys.exit()
         return _exit_code(exc)
     except KeyboardInterrupt:  # Ctrl+C (SIGINT), in the script or in the app: one line
-        print(f"{INTERRUPTED_MESSAGE}; {script} stopped", file=sys.stderr)
+        print(f"{INTERRUPTED_MESSAGE}; {shown} stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BaseException:
         _print_script_traceback(script)

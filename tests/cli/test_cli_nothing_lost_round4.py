@@ -90,8 +90,11 @@ def test_a_file_name_with_escapes_is_shown_as_text(tmp_path, saved):
     bad.write_text("{}\n")
     good_copy = tmp_path / ("y\x1b[2J\x9b.jsonl")  # a valid trace under a hostile name: its name is printed on stdout
     good_copy.write_bytes(saved.read_bytes())
+    folder = tmp_path / "folder\x1b[2J"
+    folder.mkdir()
     for args in (("view", bad), ("view", saved, "--against", bad), ("diff", bad, saved), ("diff", saved, bad, saved),
-                 ("view", tmp_path / "missing\x1b]52;c;aGk=\x07.jsonl")):
+                 ("view", tmp_path / "missing\x1b]52;c;aGk=\x07.jsonl"),
+                 ("run", tmp_path / "missing\x1b]52;c;aGk=\x07.py"), ("run", folder)):
         result = _hooktui(*args)
         line = _one_clean_line(result)
         assert result.returncode == 2, (args, line)
