@@ -473,3 +473,31 @@ def test_hook_raising_in_backward_propagates_with_its_type():
     assert trace.failed and trace.error.type == "Vetoed"
     (event,) = [e for e in trace.events if e.hook == "user_hook"]
     assert event.phase == "backward" and event.user_hook.returned == "raised"
+
+
+class WrongSizeGrad(nn.Module):
+    """A tensor hook that returns a gradient of the wrong size: PyTorch refuses it, naming it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.fc(x)
+
+        def resize_the_grad(grad):
+            return torch.ones(grad.numel() + 1)
+
+        h.register_hook(resize_the_grad)
+        return h.sum()
+
+
+def test_pytorchs_refusal_of_a_users_hook_names_the_users_function():
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError) as plain_error:
+        WrongSizeGrad()(_inputs()).backward()
+    assert "resize_the_grad" in str(plain_error.value)
+
+    torch.manual_seed(0)
+    trace = record(WrongSizeGrad(), _inputs())
+    assert trace.failed and trace.error.type == "RuntimeError" and trace.error.message == str(plain_error.value)

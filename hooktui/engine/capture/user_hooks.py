@@ -242,7 +242,9 @@ class UserHooks:
         def wrapper(*args, **kwargs):
             return self._call(info, hook, args, kwargs)
 
-        wrapper.__wrapped__ = hook  # inspect.unwrap / signature see the user's function
+        # inspect.unwrap / signature see the user's function, and PyTorch's own messages
+        # ("hook 'my_hook' has changed the size of value") name it, not `wrapper`.
+        functools.update_wrapper(wrapper, hook)
         return wrapper
 
     def _call(self, info: UserHookInfo, hook: Callable, args: tuple, kwargs: dict):
