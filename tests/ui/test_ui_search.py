@@ -186,3 +186,24 @@ def test_snapshot_an_active_search(snap_compare, size, tmp_path, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_hidden_legacy_firings_match_only_while_L_shows_them():
+    info, events = recorded("seed.py", legacy=True)
+    legacy = [i for i, e in enumerate(events) if e.hook == "legacy_backward"]
+    assert legacy
+    app = HooktuiApp(recorded=(info, events), show_timings=False)
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=False) as pilot:
+            await pilot.pause()
+            await pilot.press("slash", *"kind:legacy_bwd", "enter")  # the name the timeline shows
+            assert app.history.cursor == legacy[0] and f"1/{len(legacy)}" in _status(app)
+            await pilot.press("L")  # hidden: no longer matches, and n says so
+            assert app.history.cursor < legacy[0] and "0 matches" in _status(app)
+            await pilot.press("n")
+            assert "/kind:legacy_bwd  no match" in _status(app)
+            await pilot.press("L", "n")
+            assert app.history.cursor == legacy[0]
+
+    run(script())
