@@ -7,17 +7,17 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from ...engine.analysis.search import SEARCH_HELP
+PLACEHOLDER = "module  kind:KIND  tensor:NAME  nan  inf  phase:bwd"
 
 
 class SearchInput(Input):
     # One row: Input's own `:focus` border would leave no room for the text (FilterInput).
     DEFAULT_CSS = """
-    SearchInput, SearchInput:focus { height: 1; border: none; padding: 0 1; }
+    SearchInput, SearchInput:focus { height: 1; border: none; padding: 0 1 0 0; width: 1fr; }
     SearchInput:focus { background: $boost; }
     """
 
@@ -28,8 +28,10 @@ class SearchBar(Vertical):
     DEFAULT_CSS = """
     SearchBar { display: none; height: auto; }
     SearchBar.-open { display: block; }
-    SearchBar > Static { display: none; height: 1; padding: 0 1; color: $text-error; }
-    SearchBar.-error > Static { display: block; }
+    SearchBar > Horizontal { height: 1; }
+    SearchBar #search-slash { width: 2; padding-left: 1; text-style: bold; }
+    SearchBar #search-error { display: none; height: 1; padding: 0 1; color: $text-error; text-wrap: nowrap; text-overflow: ellipsis; }
+    SearchBar.-error #search-error { display: block; }
     """
 
     class Submitted(Message):
@@ -38,7 +40,9 @@ class SearchBar(Vertical):
             self.text = text
 
     def compose(self) -> ComposeResult:
-        yield SearchInput(placeholder=f"/ {SEARCH_HELP}", id="search-input")
+        with Horizontal():
+            yield Static("/", id="search-slash")
+            yield SearchInput(placeholder=PLACEHOLDER, id="search-input")
         yield Static("", id="search-error", markup=False)
 
     @property
