@@ -32,6 +32,7 @@ from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
+from .search_actions import SearchActions
 from .palette_commands import palette_commands
 from ..visible import visible
 from .paths import display_path
@@ -49,6 +50,7 @@ from .terminal_driver import drop_unreadable_size
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
+from .widgets.search_input import SearchBar
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
 
@@ -90,7 +92,7 @@ class _Composed(Generic[W]):
         return widget
 
 
-class HooktuiApp(NavigationActions, App):
+class HooktuiApp(SearchActions, NavigationActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "hooktui"
     BINDINGS = BINDINGS
@@ -163,7 +165,8 @@ class HooktuiApp(NavigationActions, App):
         with Horizontal(id="top"):
             yield ModuleTree(self.info, id="tree")
             with Vertical(id="timeline-box"):
-                yield FilterInput(placeholder="filter by module name (glob ok), escape clears", id="filter")
+                yield SearchBar(id="search")
+                yield FilterInput(placeholder="& filter: only firings of modules matching (glob ok), escape clears", id="filter")
                 width = max((len(m.name) for m in self.info.modules), default=6)
                 marks = self.against.marks if self.against is not None else None
                 yield Timeline(self.history, module_width=width, hidden=self.history.hidden, marks=marks, id="timeline")
@@ -271,6 +274,7 @@ class HooktuiApp(NavigationActions, App):
         stepped = self._stepping
         if message.state != "running":
             self._stepping = False
+        self.search_run_ended(message.state)
         stop = self.source.stop if message.state == "paused" else None
         if message.state == "paused" and stop is None and not stepped and self.source.break_on_backward:
             latest = self.history.events[-1] if self.history.events else None
@@ -402,7 +406,7 @@ class HooktuiApp(NavigationActions, App):
         if not tree.has_focus:
             tree.show_module(event.module)
 
-    GATED = ("step", "resume", "back", "first", "latest", "show_error", "slice", "outer_slice", "step_into", "finish", "jump")
+    GATED = ("step", "search_next", "search_previous", "resume", "back", "first", "latest", "show_error", "slice", "outer_slice", "step_into", "finish", "jump")
 
     @on(FiringChosen)
     def _firing_chosen(self, message: FiringChosen) -> None:
@@ -435,6 +439,7 @@ class HooktuiApp(NavigationActions, App):
             breakpoints=tuple(sorted(self._breakpoint_modules())),
             value_breakpoints=tuple(bp.label for bp in self.source.breakpoints if bp.kind not in ("module", "user_hook")),
             stop=self.stops.get(history.current.key) if history.current is not None else None,
+            search=self.search_status(),
             break_on_backward=self.source.break_on_backward,
             at_backward_stop=history.current is not None and history.current.key in self.backward_stops,
             against=self.against.ranks_text if self.against is not None else "",
@@ -468,6 +473,9 @@ class HooktuiApp(NavigationActions, App):
         history.hidden.update(hidden)  # LowerPanes.hidden is the same set
         self.source.set_skipped(hidden)
         self.timeline.set_hidden(hidden)
+        if self.search is not None:
+            self.search.rescan()
+            self.timeline.set_search(self.search)
         current = history.current
         if current is not None and not history.visible(history.cursor):
             previous = history.next_visible(history.cursor, -1)
@@ -581,6 +589,10 @@ class HooktuiApp(NavigationActions, App):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, message: Input.Changed) -> None:
         self.timeline.set_filter(message.value)
+
+    @on(SearchBar.Submitted)
+    def _search_submitted(self, message: SearchBar.Submitted) -> None:
+        self.search_submitted(message.text)
 
     @on(FilterInput.Closed)
     def _filter_closed(self) -> None:

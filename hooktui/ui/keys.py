@@ -7,11 +7,14 @@ from textual.binding import Binding
 from textual.keys import format_key
 
 BINDINGS = [
-    Binding("n,space,f10", "step", "Next", id="hooktui.next"),
+    # n / N: the next / previous match while a `/` search is on (vim, less), else as space / p.
+    Binding("n", "search_next", "Next", id="hooktui.search.next"),
+    Binding("space,f10", "step", "Next", show=False, id="hooktui.next"),
     Binding("s,f11", "step_into", "Into", id="hooktui.step_into"),
     Binding("f", "finish", "Finish", id="hooktui.finish"),
     Binding("c,f5", "resume", "Continue", id="hooktui.continue"),
-    Binding("N,p", "back", "Back", id="hooktui.back"),
+    Binding("N", "search_previous", "Back", id="hooktui.search.previous"),
+    Binding("p", "back", "Back", show=False, id="hooktui.back"),
     Binding("b,f9", "breakpoint", "Break", id="hooktui.breakpoint"),
     Binding("B", "break_backward", "Break bwd", show=False, id="hooktui.break_backward"),
     Binding("exclamation_mark", "break_nonfinite", "Break NaN", show=False, id="hooktui.break_nonfinite"),
@@ -24,8 +27,9 @@ BINDINGS = [
     Binding("L", "legacy", "Legacy", show=False, id="hooktui.legacy"),
     Binding("H", "user_hooks", "Your hooks", show=False, id="hooktui.user_hooks"),
     Binding("w", "overview", "Overview", show=False, id="hooktui.overview"),
-    Binding("slash", "filter", "Filter", show=False, id="hooktui.filter"),
-    Binding("escape", "clear_filter", "Clear filter", show=False, id="hooktui.filter.clear_anywhere"),
+    Binding("slash", "search", "Search", show=False, id="hooktui.search"),
+    Binding("ampersand", "filter", "Filter", show=False, id="hooktui.filter"),
+    Binding("escape", "clear_search", "Clear search", show=False, id="hooktui.search.clear_anywhere"),
     Binding("z", "zoom", "Zoom", show=False, id="hooktui.zoom"),
     Binding("S", "save", "Save", show=False, id="hooktui.save"),
     Binding("t", "pane('tensors')", "Tensors pane", show=False, id="hooktui.pane.tensors"),
@@ -45,10 +49,12 @@ BINDINGS = [
 
 # Descriptions for the help screen and the command palette, in BINDINGS order.
 HELP = {
+    "search_next": "next firing; in a / search: the next match",
     "step": "next firing (walks back up the history first)",
     "step_into": "step into the autograd nodes of this module's backward (at backward_pre; else next)",
     "finish": "finish: run to the backward firing of this module call",
     "resume": "continue to the next breakpoint or the end",
+    "search_previous": "previous firing; in a / search: the previous match",
     "back": "previous firing (history)",
     "breakpoint": "toggle a breakpoint on the module (tree selection, else the current one)",
     "break_backward": "toggle a break when backward starts",
@@ -62,7 +68,8 @@ HELP = {
     "legacy": "show or hide the legacy register_backward_hook firings",
     "user_hooks": "your hooks: every hook the model registered itself, hit counts, b to break on one",
     "overview": "overview: gradient flow of every module call, live",
-    "filter": "filter the timeline by module name (escape clears)",
+    "search": "search (module, kind:KIND, tensor:NAME, nan, inf): n / N go from match to match; escape ends it",
+    "filter": "filter: list only the firings of matching modules (escape clears)",
     "zoom": "zoom the focused pane to the whole screen (z or escape: back)",
     "save": "save the firings so far to a trace file (for hooktui view and diff)",
     "pane('tensors')": "show the tensors pane",

@@ -39,6 +39,12 @@ class NavigationActions:
             event = history.current
             back = self._jumped_from is not None and self._jumped_from[1] == history.cursor
             return True if back or (event is not None and event.forward_index is not None) else None
+        if action in ("search_next", "search_previous") and self.search is not None:
+            return True  # a match to go to, or "no match" to say
+        if action == "search_next":
+            return self.available("step")
+        if action == "search_previous":
+            return self.available("back")
         if action in ("back", "first"):
             return True if history.next_visible(history.cursor, -1) is not None else None
         if action == "latest":

@@ -92,6 +92,9 @@ class Source:
 
     def resume(self) -> None: ...
 
+    def run_until(self, predicate: Callable[[Event], bool]) -> None:
+        """Run on until a firing `predicate` accepts (or a breakpoint): the search's `n`."""
+
     def set_skipped(self, hooks: set[str]) -> None:
         """Hook kinds the model never pauses at (the ones the timeline hides)."""
 
@@ -271,6 +274,9 @@ class LiveSource(Source):
 
     def resume(self) -> None:
         self.session.resume()
+
+    def run_until(self, predicate: Callable[[Event], bool]) -> None:
+        self.session.run_until(predicate)
 
     def quit(self) -> None:
         self.session.quit()

@@ -251,7 +251,7 @@ def test_timeline_with_100000_recorded_firings():
             assert timeline.scroll_y > 99_000
             await pilot.press("N", "n", "g")
             assert app.history.cursor == 0 and timeline.scroll_y == 0
-            await pilot.press("slash", "b")
+            await pilot.press("ampersand", "b")
             assert timeline.row_count == 50_000
             await pilot.press("escape")
             assert timeline.row_count == 100_000
@@ -273,7 +273,7 @@ def test_timeline_keys_and_filter():
             assert app.history.cursor == len(events) - 1
             await pilot.press("home")
             assert app.history.cursor == 0
-            await pilot.press("slash", *"head", "enter")
+            await pilot.press("ampersand", *"head", "enter")
             heads = [i for i, e in enumerate(events) if e.module == "head"]
             assert timeline.row_count == len(heads)
             assert app.focused is timeline
@@ -281,7 +281,7 @@ def test_timeline_keys_and_filter():
             assert app.history.cursor == heads[0]
             await pilot.press("down")
             assert app.history.cursor == heads[1]
-            await pilot.press("slash", "escape")
+            await pilot.press("ampersand", "escape")
             assert timeline.row_count == len(events)
 
     run(script())
@@ -457,7 +457,7 @@ def test_z_zooms_the_focused_pane_and_escape_clears_the_filter_from_anywhere():
             assert app.screen.maximized is app.query_one("#tree") and app.screen.maximized.size.width >= 79
             await pilot.press("z")
             # The filter: set, focus moved away, escape still clears it.
-            await pilot.press("slash", *"head", "enter")
+            await pilot.press("ampersand", *"head", "enter")
             assert app.timeline.row_count < len(events)
             await pilot.press("t")
             await pilot.pause()

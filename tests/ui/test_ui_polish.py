@@ -40,7 +40,7 @@ def test_the_filter_box_shows_the_text_as_it_is_typed():
 
     async def script():
         async with paused_at_start(app) as pilot:
-            await pilot.press("slash", "f", "c", "2")
+            await pilot.press("ampersand", "f", "c", "2")
             await pilot.pause()
             assert "fc2" in screen_text(app).split("\t")[1]  # the filter row, before enter
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..analysis.breakpoints import Breakpoint, BreakpointList, Stop
@@ -20,7 +21,7 @@ class Gate:
     """Step / continue / quit, with breakpoints. Thread-safe.
 
     Modes: "step" pauses at the next firing; "continue" pauses at a breakpoint;
-    "run" never pauses (recording). Breakpoints are checked at every firing outside
+    "finish" and "until" also at the firing they run to; "run" never pauses (recording). Breakpoints are checked at every firing outside
     "run" mode, so their hit counts are true whatever the mode; `stop` says why the
     latest pause happened when a breakpoint matched there.
     """
@@ -39,6 +40,7 @@ class Gate:
         self.skip_hooks: set[str] = set()
         self._into = False
         self._finish: tuple[str, int] | None = None
+        self._until: Callable[[Event], bool] | None = None
 
     # -- commands (any thread) -------------------------------------------------
     def step(self) -> None:
@@ -61,6 +63,13 @@ class Gate:
         with self._cond:
             self._finish = (module, call)
         self._release("finish")
+
+    def run_until(self, predicate: Callable[[Event], bool]) -> None:
+        """Run until a firing `predicate` accepts (the app's search: `n` past the last
+        firing known), or a breakpoint, as continue would stop."""
+        with self._cond:
+            self._until = predicate
+        self._release("until")
 
     def take_step_into(self) -> bool:
         """Worker side: was a step-into asked for? (Clears the request.)"""
@@ -105,6 +114,8 @@ class Gate:
         if self._mode == "step":
             return True
         if self._mode == "finish" and event.hook == "backward" and (event.module, event.call) == self._finish:
+            return True
+        if self._mode == "until" and self._until is not None and self._until(event):
             return True
         if entering_backward and self.break_on_backward:
             return True

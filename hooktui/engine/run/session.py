@@ -230,6 +230,10 @@ class Session:
         else:
             self.gate.finish(current.event.module, current.event.call)
 
+    def run_until(self, predicate) -> None:
+        """Run until a firing `predicate` (an Event -> bool) accepts, or a breakpoint."""
+        self.gate.run_until(predicate)
+
     def toggle_breakpoint(self, module: str, phase: str | None = None) -> bool:
         return self.gate.toggle_breakpoint(Breakpoint.on_module(module, phase))
 

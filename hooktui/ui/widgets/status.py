@@ -1,12 +1,12 @@
 """The status line: the facts about the current firing, most important first.
 
 At any width it shows, in this order, the state, the firing number, the module, the call,
-the hook and NaN/Inf flags; then, as far as they fit whole, the phase, where in the firings,
-the two ranks compared (`view A --against B` of two ranks' files), the run's time and
-totals, the module's type, breakpoints and the loss. A part that does not fit is left out,
-never cut in the middle (`loss:` with nothing after it said nothing), except why the run
-stopped here: its beginning is cut to fit (a long `--break-if` expression was left out at 80
-columns while NaN and module stops showed theirs)."""
+the hook and NaN/Inf flags; then, as far as they fit whole, the `/` search (`/grad_out  3/17`),
+the phase, where in the firings, the two ranks compared (`view A --against B` of two ranks'
+files), the run's time and totals, the module's type, breakpoints and the loss. A part that
+does not fit is left out, never cut in the middle (`loss:` with nothing after it said
+nothing), except why the run stopped here: its beginning is cut to fit (a long `--break-if`
+expression was left out at 80 columns while NaN and module stops showed theirs)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ class StatusInfo:
     at_backward_stop: bool = False  # B's break stopped the run here
     wall_time: float | None = None  # seconds the model ran, shown once the run is done
     against: str = ""  # `view A --against B` of two ranks' files: "rank 0 vs rank 1"
+    # The `/` search on: its query and where among its matches (`/grad_out`, `3/17`: search_actions.py).
+    search: tuple[str, str] | None = None
 
 
 def status_parts(s: StatusInfo) -> list[Text]:
@@ -60,6 +62,8 @@ def status_parts(s: StatusInfo) -> list[Text]:
         flag = nonfinite(event)
         if flag:
             parts.append(Text(f"{flag}!", "bold white on red"))
+        if s.search:  # before a stop's reason, which may be cut to the width left
+            parts.append(_search_part(*s.search))
         if s.stop is not None:
             parts.append(Text(f"■ {s.stop.breakpoint.label}", "bold red", end=CUTTABLE))
         elif s.at_backward_stop:
@@ -74,6 +78,8 @@ def status_parts(s: StatusInfo) -> list[Text]:
             parts.append(Text(s.against, "bold magenta"))
     elif s.total == 0:
         parts.append(Text("waiting for the first firing"))
+        if s.search:
+            parts.append(_search_part(*s.search))
     if s.summary:
         if s.wall_time is not None:
             parts.append(Text(f"ran {s.wall_time:.2f} s", "green"))
@@ -94,10 +100,32 @@ def status_parts(s: StatusInfo) -> list[Text]:
     return parts
 
 
+class _SearchPart(Text):
+    """`/query  3/17`: where it does not fit whole, the query is cut and the count kept."""
+
+    query = where = ""
+
+    def cut(self, room: int) -> Text | None:
+        """This part in `room` cells, its query cut; None when too little of it would be left."""
+        keep = room - (len(self.where) + 2 if self.where else 0)
+        if keep < SHORTEST_QUERY:
+            return None
+        query = Text(self.query)
+        query.truncate(keep, overflow="ellipsis")
+        return _search_part(query.plain, self.where)
+
+
+def _search_part(query: str, where: str) -> _SearchPart:
+    part = _SearchPart(query + ("  " + where if where else ""), "bold yellow")
+    part.query, part.where = query, where
+    return part
+
+
 # A part whose beginning says enough to be shown cut (with …) where it does not fit whole:
 # why the run stopped (`■ if grad_output[0].norm() > …`). Marked by Text.end, unused here.
 CUTTABLE = "\u2063"
 SHORTEST_CUT = 8  # `■ if gr…`: less says nothing
+SHORTEST_QUERY = 5  # `/kin…  3/17`
 
 
 def status_text(s: StatusInfo, width: int | None = None) -> Text:
@@ -108,10 +136,13 @@ def status_text(s: StatusInfo, width: int | None = None) -> Text:
         gap = 0 if not text else 1 if text.plain.endswith(" ") else 2
         if width is not None and text.cell_len + gap + part.cell_len > width:
             room = width - text.cell_len - gap
-            if part.end != CUTTABLE or room < SHORTEST_CUT:
+            if isinstance(part, _SearchPart) and part.cut(room) is not None:
+                part = part.cut(room)
+            elif part.end != CUTTABLE or room < SHORTEST_CUT:
                 continue  # left out whole; a later, shorter part may still fit
-            part = part.copy()
-            part.truncate(room, overflow="ellipsis")
+            else:
+                part = part.copy()
+                part.truncate(room, overflow="ellipsis")
         if gap:
             text.append(" " * gap)
         text.append_text(part)

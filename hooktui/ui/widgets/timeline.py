@@ -3,7 +3,8 @@
 Only the rows on screen are ever rendered, from the shared list of events, so a trace of
 100,000 firings costs nothing more than a short one, and new firings only grow the
 virtual size. A filter (module name substring or glob) keeps a list of matching rows,
-extended incrementally as firings arrive.
+extended incrementally as firings arrive. The `/` search hides nothing: its matches are
+marked (`•` before the number, and a background).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--dim",
         "timeline--param",
         "timeline--legacy",
+        "timeline--match",
     }
 
     DEFAULT_CSS = """
@@ -103,6 +105,7 @@ class Timeline(ScrollView, can_focus=True):
     Timeline > .timeline--dim { color: $text-muted; }
     Timeline > .timeline--param { color: $text-success; }
     Timeline > .timeline--legacy { color: $text-secondary; text-style: italic; }
+    Timeline > .timeline--match { background: $primary-muted; }
     """
 
     BINDINGS = [
@@ -134,6 +137,7 @@ class Timeline(ScrollView, can_focus=True):
         self._base_style: Style | None = None
         self._columns: list[tuple[str, int]] = []
         self._line_width = 0
+        self.search = None  # the `/` search's Matches (ui/search.py): its rows are marked
 
     # -- data ------------------------------------------------------------------------
     @property
@@ -168,6 +172,12 @@ class Timeline(ScrollView, can_focus=True):
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
         self._refilter()
+
+    def set_search(self, matches) -> None:
+        """Mark the rows `matches` (ui/search.py Matches, or None) holds."""
+        self.search = matches
+        self._cache.clear()
+        self.refresh()
 
     def set_hidden(self, hooks: set[str]) -> None:
         """Leave out the firings of these hook kinds."""
@@ -382,11 +392,14 @@ class Timeline(ScrollView, can_focus=True):
     def _row(self, position: int, selected: bool) -> Strip:
         event = self.history.events[position]
         base = self._base_style or self.rich_style
+        matched = self.search is not None and position in self.search
         if selected:
             # One uniform highlight, and a marker that survives NO_COLOR.
             base = base + self.get_component_rich_style("timeline--cursor")
             phase_style = dim = None
         else:
+            if matched:
+                base = base + self.get_component_rich_style("timeline--match", partial=True)
             kind = "error" if event.hook == "error" else "backward" if event.phase == "backward" else "forward"
             phase_style = self.get_component_rich_style(f"timeline--{kind}", partial=True)
             dim = self.get_component_rich_style("timeline--dim", partial=True)
@@ -397,7 +410,7 @@ class Timeline(ScrollView, can_focus=True):
             )
         elif not selected and event.hook in ("node_pre", "node"):
             hook_style = dim
-        index = f"▶{event.number}" if selected else event.number
+        index = f"▶{event.number}" if selected else f"•{event.number}" if matched else event.number
         return self._cells(
             {
                 "index": (index, dim),
