@@ -42,8 +42,10 @@ def main() -> None:
     while armed and not (out / "go").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     generator = torch.Generator().manual_seed(1)
-    for _ in range(STEPS):
+    for step in range(STEPS):
         x = torch.randn(3, 4, generator=generator)
+        if "--nan-at-4" in sys.argv and step == 4:
+            x[0, 0] = float("nan")
         y = torch.randn(3, 2, generator=generator)
         optimizer.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
