@@ -95,6 +95,10 @@ class Armed:
         attachment = self.attachment
         if attachment is not None:
             attachment.let_go("the training disarmed hooktui")
+        step = self.step
+        if step is not None and not step.in_backward:  # a forward that raised, or had no backward
+            self.step = None
+            step.end()
         if self._listener is not None:
             self._listener.close()
         self._remove_files()
