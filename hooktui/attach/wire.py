@@ -58,6 +58,7 @@ class Open(_Message, tag="open"):
     step: Count | None = None  # the step with this number (hooktui.arm counts them)
     when: Text | None = None  # a Python expression: the step whose loss makes it true
     nonfinite: bool = False  # the step where a NaN/Inf first appears, paused there
+    save: bool = False  # record it to this process's own trace file (a rank beside the one opened); nothing sent
 
 
 class Go(_Message, tag="go"):

@@ -5,7 +5,8 @@ connects to its socket (attach/client.py), asks for a step (the next one, `--ste
 `--when EXPR`, `--break-nonfinite`), waits for it to begin, then opens the app on it (the
 engine stays in the training process: ui/remote_source.py). `--record FILE` saves the step
 instead, without pausing it. Quitting detaches: the training goes on, hooktui's hooks off
-at the step's end. Under torchrun, `--rank R` opens that rank.
+at the step's end. Under torchrun, `--rank R` opens that rank and the other armed ranks of
+the run record the same step to their rank files (as hooktui.debug's do).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from ..attach import wire
-from ..attach.client import AttachError, Connection, find_rank, pid_argument
+from ..attach.client import AttachError, Connection, find_rank, pid_argument, ranks_beside
 from ..engine.records.records import Event
 from ..engine.records.trace_file import TraceFileError, check_save_path, write_trace
 from ..errors import UserError
@@ -39,6 +40,8 @@ def run_attach(options: AttachOptions) -> int:
             require_terminal("attach from a terminal (over SSH: ssh -t), or save the step with --record FILE")
         connection = Connection(pid)
         step = options.step
+        if options.rank is not None and options.when is None and not options.nonfinite:
+            step = beside_rank(connection, step, say=_say)
         request = wire.Open(record=bool(options.record), step=step, when=options.when, nonfinite=options.nonfinite)
         opened, first = open_step(connection, request, say=_say)
     except AttachError as exc:
@@ -132,6 +135,41 @@ def _record(connection: Connection, opened: wire.Opened, first: list[Event], pat
         raise UserError(f"could not save {path}: {exc}") from None
     _say(f"recorded step {opened.step} of {connection.label} ({len(events)} firings) to {path}; open it with: hooktui view {path}")
     return 0
+
+
+RANK_MARGIN = 2  # steps past the furthest rank: the step every rank is asked for has begun on none
+
+
+def beside_rank(connection: Connection, step: int | None, say=None) -> int:
+    """--rank: every other armed rank of the run records the step this one opens (`step`, or
+    the furthest rank's step plus RANK_MARGIN) to its own rank file, as hooktui.debug's ranks
+    do; their connections end once each has taken the request. Returns the step."""
+    others = []
+    for pid in ranks_beside(connection.pid):
+        try:
+            others.append(Connection(pid))
+        except AttachError as exc:
+            if say is not None:
+                say(f"a rank beside {connection.label} is left out: {exc}")
+    if step is None:
+        step = max([connection.welcome.step] + [other.welcome.step for other in others]) + RANK_MARGIN
+    recording = []
+    for other in others:
+        try:
+            other.send(wire.Open(save=True, step=step))
+            reply = other.read()
+            if isinstance(reply, wire.Waiting):
+                recording.append(other.label)
+            elif say is not None:
+                say(f"{other.label} will not record step {step}: {getattr(reply, 'why', 'no answer')}")
+        except (AttachError, OSError) as exc:
+            if say is not None:
+                say(f"{other.label} will not record step {step}: {exc}")
+        finally:
+            other.close()
+    if recording and say is not None:
+        say(f"{', '.join(recording)} record step {step} to their trace files")
+    return step
 
 
 def _say(line: str) -> None:

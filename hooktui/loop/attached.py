@@ -45,6 +45,7 @@ class Attachment:
         self.step: ArmedStep | None = None
         self.chosen = False
         self.gone = False
+        self.saving = False  # `save`: kept after the connection ends, until the step is saved
         self.names: dict = {}  # what console statements bound
         self._when = None
         self._send_lock = threading.Lock()
@@ -57,7 +58,8 @@ class Attachment:
         except (OSError, wire.WireError):
             pass
         finally:
-            self.let_go()
+            if not self.saving:
+                self.let_go()
 
     def _serve(self) -> None:
         line = self.reader.read()
@@ -71,6 +73,9 @@ class Attachment:
         self.request = request
         self.armed.attachment = self
         self._send(wire.message_line(wire.Waiting(step=self.armed.steps)))
+        if request.save:
+            self.saving = True  # the attacher may leave now: this process records the step itself
+            return
         while True:
             line = self.reader.read()
             if line is None:
@@ -166,13 +171,15 @@ class Attachment:
         """This is the step: the attacher gets its description and its firings so far."""
         self.chosen = True
         gate = step.gate
-        if self.request.record:
+        if self.request.record or self.request.save:
             gate.run_to_end()
         elif self.request.nonfinite and self._when is not None:
             gate.resume()
         elif not self.request.nonfinite:
             gate.step()
         info = step.info.to_dict()
+        if self.request.save:
+            return
         try:
             self._send(wire.message_line(wire.Opened(step=step.number, info=info)))
             for event in list(step.events):
@@ -217,6 +224,9 @@ class Attachment:
             if not self.chosen:  # not the one: dropped, the next step is tried
                 self.step = None
                 return
+            if self.saving:
+                self._save(step)
+                return
         if not self.chosen or self.gone or state == "ready":
             return
         try:
@@ -231,6 +241,22 @@ class Attachment:
             stop = wire.Stop(gate_stop.index, gate_stop.sub, gate_stop.reason[: wire.TEXT_MAX], wire.wire_breakpoint(gate_stop.breakpoint))
         hits = [wire.wire_breakpoint(s.breakpoint, s.enabled, s.hits) for s in step.gate.breakpoint_list.states()]
         return wire.State(state=state, stop=stop, names=list(self._run_names(step)), hits=hits)
+
+    def _save(self, step: ArmedStep) -> None:
+        """A rank beside the one attached: its step to its own trace file, as hooktui.debug's."""
+        from . import where
+        from .debug import _save
+
+        self.saving = False
+        self.let_go()
+        try:
+            path = where.new_trace_path()
+        except ValueError as exc:
+            from . import say
+
+            say.warn(f"hooktui.arm: could not record step {step.number}: {exc}")
+            return
+        _save(step, path)
 
     # -- the console ----------------------------------------------------------------------------
     def _run_names(self, step: ArmedStep | None) -> dict:
