@@ -170,7 +170,8 @@ def arm_first_model() -> None:
         if handle is None or not torch.is_grad_enabled() or next(module.parameters(), None) is None:
             return
         handle.remove()
-        arm(module)
+        armed = arm(module)
+        armed.steps += 1  # this forward, whose pre-hooks PyTorch took before arm's existed, is step 0
 
     handle = register_module_forward_pre_hook(first_call)
 

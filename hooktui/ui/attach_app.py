@@ -17,6 +17,10 @@ class AttachApp(HooktuiApp):
         self.where = where
         self.HELP = {**self.HELP, "quit": QUIT_HELP}
 
+    def action_restart(self) -> None:
+        self.notify("R restarts `hooktui MODEL.py` only: the attached step is the training's own", title="restart",
+                    markup=False)
+
     @on(StateChanged)
     def _step_done(self, message: StateChanged) -> None:
         if message.state == "finished":

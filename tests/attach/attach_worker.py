@@ -43,6 +43,9 @@ def main() -> None:
         time.sleep(0.02)
     generator = torch.Generator().manual_seed(1)
     for step in range(STEPS):
+        # --wait (armed by `hooktui run --armed`, at the first forward): wait after step 0.
+        while step == 1 and "--wait" in sys.argv and not (out / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         x = torch.randn(3, 4, generator=generator)
         if "--nan-at-4" in sys.argv and step == 4:
             x[0, 0] = float("nan")

@@ -5,14 +5,17 @@ own hooks."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 
 import pytest
 
 from hooktui.attach import wire
-from hooktui.attach.client import Connection
+from hooktui.attach.client import AttachError, Connection
 from hooktui.commands.attach import _record, open_step
 from hooktui.engine.records.trace_file import read_trace
-from test_attach import finished, pid_of, start
+from test_attach import WORKER, finished, pid_of, start
 
 
 def test_record_when_saves_the_step_whose_loss_makes_it_true(tmp_path):
@@ -48,3 +51,27 @@ def test_break_nonfinite_opens_the_first_step_with_a_nan_at_that_firing(tmp_path
     connection.send(wire.Quit())
     connection.close()
     finished(training)
+
+
+def test_run_armed_arms_the_model_the_script_trains(tmp_path):
+    """`hooktui run --armed`: no call in the script; the first module it calls with grad that
+    has parameters is armed: its root, whose steps are then recorded whole."""
+    out = tmp_path / "run"
+    out.mkdir()
+    training = subprocess.Popen([sys.executable, "-m", "hooktui", "run", "--armed", str(WORKER), str(out), "--no-arm", "--wait"])
+    pid = pid_of(out, training)
+    deadline = time.monotonic() + 120
+    while True:  # armed as step 0's forward starts
+        try:
+            connection = Connection(pid)
+            break
+        except AttachError:
+            assert time.monotonic() < deadline and training.poll() is None, "the script was never armed"
+            time.sleep(0.05)
+    opened, first = open_step(connection, wire.Open(record=True), on_waiting=(out / "go").touch)
+    assert opened.step == 1
+    assert _record(connection, opened, first, str(tmp_path / "step.jsonl")) == 0
+    finished(training)
+    _, events = read_trace(tmp_path / "step.jsonl")
+    assert (events[0].hook, events[0].module, events[0].module_type) == ("forward_pre", "", "Sequential")
+    assert {"fc1", "act", "fc2"} <= {e.module for e in events}
