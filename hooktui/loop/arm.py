@@ -14,8 +14,6 @@ import atexit
 import os
 import threading
 import weakref
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -198,7 +196,3 @@ def _forked(ref: weakref.ref) -> None:
     if armed._listener is not None:
         armed._listener.close_in_child()
     armed._info_path = None  # the parent's files: the parent removes them
-
-
-def armed_models() -> list[Any]:
-    return [armed for armed in list(_ARMED.values()) if armed.armed]

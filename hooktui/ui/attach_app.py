@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual import on
 
+from ..visible import visible
 from .app import HooktuiApp
 from .messages import StateChanged
 
@@ -28,4 +29,4 @@ class AttachApp(HooktuiApp):
                         title="step done", markup=False)
         elif message.state == "failed":
             why = getattr(self.source, "ended_why", None) or "the step failed"
-            self.notify(why, title="detached", severity="error", markup=False)
+            self.notify(visible(why), title="detached", severity="error", markup=False)

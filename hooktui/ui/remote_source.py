@@ -23,7 +23,7 @@ from ..attach.client import AttachError, Connection
 from ..engine.analysis.breakpoints import BreakpointList, BreakpointState, Stop
 from ..engine.analysis.console import ConsoleResult
 from ..engine.records.records import Event, TraceInfo
-from ..visible import visible_event, visible_info
+from ..visible import visible, visible_event, visible_info
 from .messages import EventsReady, StateChanged
 from .sources import Source
 
@@ -94,7 +94,8 @@ class RemoteSource(Source):
         elif isinstance(message, wire.State):
             self._stop = None
             if message.stop is not None:
-                self._stop = Stop(message.stop.index, wire.breakpoint_of(message.stop.breakpoint), message.stop.reason, message.stop.sub)
+                bp = wire.breakpoint_of(message.stop.breakpoint)
+                self._stop = Stop(message.stop.index, bp, visible(message.stop.reason), message.stop.sub)
             self._names = list(message.names)
             states = [BreakpointState(wire.breakpoint_of(w), w.enabled, w.hits) for w in message.hits]
             self.breakpoint_list.replace_states(states)
