@@ -99,3 +99,25 @@ def test_attach_steps_through_a_running_training_and_leaves_it_as_it_was(tmp_pat
     weight = seen["grad"].tensors[0]
     assert sum(weight.values) == pytest.approx(hooks["weight_grad"][2], rel=1e-5, abs=1e-5)
     same_training(tmp_path / "armed", tmp_path / "twin")
+
+
+def test_hooktui_attach_on_a_terminal_opens_the_step_and_q_detaches(tmp_path):
+    """The command itself, on a pseudo-terminal: it says what it waits for, the app opens on
+    the step, `q` ends it with status 0, and the training trains on to its end."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+    from pty_run import PtyApp
+
+    training = start(tmp_path / "armed")
+    pid = pid_of(tmp_path / "armed", training)
+    try:
+        with PtyApp("attach", str(pid), size=(100, 30)) as app:
+            app.wait_for(rb"waiting for the next step", timeout=TIMEOUT)
+            (tmp_path / "armed" / "go").touch()
+            app.wait_for(rb"forward_pre", timeout=TIMEOUT)  # the step, paused at its root's first firing
+            app.press("q")
+            assert app.wait_exit(TIMEOUT) >= 0
+            assert app.process.returncode == 0
+        finished(training)
+    finally:
+        if training.poll() is None:
+            training.kill()
