@@ -34,11 +34,15 @@ def run_attach(options: AttachOptions) -> int:
             raise UserError(f"--step {options.step}: steps are counted from 0")
         if options.rank is not None:
             pid = find_rank(pid, options.rank)
+        connection = Connection(pid)  # first: "not armed" says more than "no terminal"
         if not options.record:
             from .terminal import require_terminal
 
-            require_terminal("attach from a terminal (over SSH: ssh -t), or save the step with --record FILE")
-        connection = Connection(pid)
+            try:
+                require_terminal("attach from a terminal (over SSH: ssh -t), or save the step with --record FILE")
+            except UserError:
+                connection.close()
+                raise
         step = options.step
         if options.rank is not None and options.when is None and not options.nonfinite:
             step = beside_rank(connection, step, say=_say)

@@ -134,3 +134,11 @@ def test_killing_the_attacher_mid_step_lets_the_training_finish(tmp_path):
             training.kill()
     finished(twin)
     same_training(tmp_path / "armed", tmp_path / "twin")
+
+
+def test_another_users_process_is_one_line(monkeypatch, capsys):
+    uid = os.getuid()
+    monkeypatch.setattr(rendezvous, "process_owner", lambda pid: uid + 1)  # as /proc says of another user's process
+    assert cli.main(["attach", str(os.getpid()), "--record", "out.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert "belongs to another user" in err and err.count("\n") == 1
