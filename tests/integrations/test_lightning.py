@@ -16,7 +16,7 @@ from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.integrations.lightning import HooktuiCallback
 from trainer_helpers import (BATCH, STEPS, PlainHooks, assert_nothing_left, assert_recorded_as_plain_hooks_saw,
                              assert_same_parameters, continue_then_quit, features, forward, layers, line_of, step_files,
-                             use_pilot)
+                             quit_at_first_pause, use_pilot)
 
 
 class Tiny(L.LightningModule):
@@ -96,8 +96,23 @@ class Manual(Tiny):
 
 def test_debug_with_manual_optimization_is_refused_with_what_to_do(tmp_path):
     data = DataLoader(TensorDataset(*features()), batch_size=BATCH)
-    trainer = L.Trainer(max_steps=STEPS, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
                         callbacks=[HooktuiCallback(debug_step=1)])
     with pytest.raises(RuntimeError, match="need automatic optimization .* call hooktui.debug in your training_step"):
         trainer.fit(Manual(), data)
+
+
+def test_q_before_the_step_ended_raises_quit_out_of_fit_and_leaves_nothing(monkeypatch, tmp_path):
+    opened = []
+    use_pilot(monkeypatch, quit_at_first_pause, opened)
+    L.seed_everything(0, verbose=False)
+    model = Tiny()
+    trainer = L.Trainer(max_steps=STEPS, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+                        callbacks=[HooktuiCallback(debug_step=0)])
+    with pytest.raises(hooktui.Quit):
+        trainer.fit(model, DataLoader(TensorDataset(*features()), batch_size=BATCH))
+    assert len(opened) == 1 and trainer.global_step == 0
+    assert "optimizer_step" not in model.__dict__  # the wrapper is gone
+    assert_nothing_left(model)

@@ -15,7 +15,7 @@ from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.integrations.transformers import HooktuiCallback
 from trainer_helpers import (BATCH, STEPS, PlainHooks, assert_nothing_left, assert_recorded_as_plain_hooks_saw,
                              assert_same_parameters, continue_then_quit, features, forward, layers, line_of, step_files,
-                             use_pilot)
+                             quit_at_first_pause, use_pilot)
 
 
 class Tiny(nn.Module):
@@ -95,4 +95,19 @@ def test_debug_step_1_opens_the_app_and_the_training_ends_as_without_it(monkeypa
     assert list(tmp_path.glob("*.jsonl")) == []  # the app, not a file
     twin = train(tmp_path, "twin")
     assert_same_parameters(model, twin)
+    assert_nothing_left(model)
+
+
+def test_q_before_the_step_ended_raises_quit_out_of_train_and_leaves_nothing(monkeypatch, tmp_path):
+    opened = []
+    use_pilot(monkeypatch, quit_at_first_pause, opened)
+    torch.manual_seed(0)
+    model = Tiny()
+    args = TrainingArguments(output_dir=str(tmp_path / "run"), max_steps=STEPS, per_device_train_batch_size=BATCH,
+                             report_to="none", use_cpu=True, save_strategy="no", logging_strategy="no", disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), callbacks=[HooktuiCallback(debug_step=0)])
+    with pytest.raises(hooktui.Quit):
+        trainer.train()
+    assert len(opened) == 1 and trainer.state.global_step == 0
+    assert "training_step" not in trainer.__dict__  # the wrapper is gone
     assert_nothing_left(model)

@@ -13,7 +13,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loop"))
 
-from loop_helpers import continue_then_quit, hook_dicts, tensor_hooks, use_pilot, wait_for  # noqa: E402,F401
+from loop_helpers import continue_then_quit, hook_dicts, quit_at_first_pause, tensor_hooks, use_pilot, wait_for  # noqa: E402,F401
 
 from hooktui.engine.records.trace_file import read_trace_file  # noqa: E402
 
