@@ -74,6 +74,14 @@ def test_guard_stops_at_the_nan_born_in_the_log_at_step_1(tmp_path):
         pass
 
 
+def test_guard_and_record_together_step_0_recorded_then_the_stop_at_step_1(tmp_path):
+    with pytest.raises(hooktui.NonFiniteError) as caught:
+        fit([HooktuiCallback(guard=True, record_every=2)], poisoned_batch=1, root=tmp_path / "run")
+    assert caught.value.step == 1 and caught.value.born.module == "net.log"
+    recorded = step_files(tmp_path.glob("*-step*.jsonl"))
+    assert sorted(recorded) == [0]  # the guard took back the model after the recorded step
+
+
 def test_debug_step_1_opens_the_app_and_the_fit_ends_as_without_it(monkeypatch, tmp_path):
     opened = []
     use_pilot(monkeypatch, continue_then_quit, opened)

@@ -67,10 +67,10 @@ class PlainHooks:
         net["log"].register_forward_hook(lambda m, a, out: self.log_finite.append(bool(torch.isfinite(out).all())))
 
 
-def step_files(folder: Path) -> dict[int, Path]:
-    """The trace files a callback wrote, by the step their names say."""
+def step_files(folder) -> dict[int, Path]:
+    """The trace files a callback wrote (in a folder, or those given), by the step their names say."""
     found = {}
-    for path in folder.glob("*.jsonl"):
+    for path in folder.glob("*.jsonl") if isinstance(folder, Path) else folder:
         match = re.fullmatch(r"hooktui-\d+-\d+-step(\d+)\.jsonl", path.name)
         assert match, f"an unexpected file: {path.name}"
         found[int(match.group(1))] = path
