@@ -2,13 +2,14 @@
 
 `hooktui.record(model, inputs)` traces one forward and backward; `hooktui.Session` is the
 pausing version. `hooktui.debug(model, step)` debugs one step of your own training loop
-and `hooktui.guard(model)` stops a loop at the first NaN/Inf. Imported on first use
+and `hooktui.guard(model)` stops a loop at the first NaN/Inf; `hooktui.arm(model)` lets
+`hooktui attach PID` open a step of a training already running. Imported on first use
 (they need torch).
 """
 
 __version__ = "0.1.0"
 __all__ = [
-    "Event", "GuardError", "HooktuiWarning", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "debug", "guard", "record", "__version__",
+    "Event", "GuardError", "HooktuiWarning", "NonFiniteError", "Quit", "Session", "ThresholdError", "Trace", "arm", "debug", "guard", "record", "__version__",
 ]
 
 _LAZY = {
@@ -16,6 +17,7 @@ _LAZY = {
     "Session": "engine",
     "Trace": "engine",
     "record": "engine",
+    "arm": "loop.arm",
     "debug": "loop.debug",
     "guard": "loop.guard",
     "Quit": "loop.errors",

@@ -23,7 +23,7 @@ import traceback
 from dataclasses import dataclass
 
 from .commands.options import (
-    DEFAULT_ATOL, DEFAULT_RTOL, BreakOptions, DiffOptions, ModelOptions, OpenOptions, RunOptions, ServeOptions, Tolerances,
+    DEFAULT_ATOL, DEFAULT_RTOL, AttachOptions, BreakOptions, DiffOptions, ModelOptions, OpenOptions, RunOptions, ServeOptions, Tolerances,
     TraceOptions, ViewOptions, is_trace,
 )
 from .visible import visible, visible_block
@@ -35,11 +35,11 @@ __all__ = ["EXIT_BAD_INPUT", "Command", "UserError", "main", "parse"]
 DEFAULT_VALUES, MAX_VALUES = 1024, 1 << 20
 DEFAULT_SESSIONS = 2  # serve: app processes at once
 DEFAULT_DEVICE, DEFAULT_SEED = "cpu", 0
-COMMANDS = ("open", "trace", "view", "diff", "serve", "run")
+COMMANDS = ("open", "trace", "view", "diff", "serve", "run", "attach")
 MODEL_HELP = ("MODEL is a .py file defining `model`/`build_model()` and `inputs`/`example_inputs()`, or "
               "package.module:attribute with --input-shape. Without MODEL, the built-in Stack Overflow example is used.")
 
-Options = OpenOptions | TraceOptions | ViewOptions | DiffOptions | ServeOptions | RunOptions
+Options = OpenOptions | TraceOptions | ViewOptions | DiffOptions | ServeOptions | RunOptions | AttachOptions
 
 
 @dataclass(frozen=True)
@@ -184,9 +184,25 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
     run = sub.add_parser("run", help="your script, with hooktui.debug / hooktui.guard opening the app",
                          description="Run a Python script with hooktui.debug / hooktui.guard active (like python -m pdb SCRIPT).")
+    run.add_argument("--armed", action="store_true",
+                     help="arm the first model the script calls, for `hooktui attach PID` (as hooktui.arm(model))")
     run.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     parsers["run"] = run
+
+    attach = sub.add_parser("attach", parents=[common], help="the debugger on the next step of a training already running",
+                            description="Open the next step of a running process armed with hooktui.arm(model) (or "
+                            "`hooktui run --armed`): forward and backward paused live. Quitting detaches; the training goes on.")
+    attach.add_argument("target", metavar="PID", help="the training process (or, with --rank, its torchrun launcher)")
+    attach.add_argument("--rank", type=int, metavar="R", help="under torchrun: the rank to open (the others record the same step)")
+    attach.add_argument("--when", metavar="EXPR",
+                        help="the first step whose loss makes EXPR true, e.g. 'loss > 10' (names: loss, step, model, torch); "
+                        "it opens where its backward starts")
+    attach.add_argument("--step", type=int, metavar="N", help="step N (hooktui.arm counts the steps from 0)")
+    attach.add_argument("--break-nonfinite", dest="nonfinite", action="store_true",
+                        help="the first step with a NaN/Inf, opened at that firing")
+    attach.add_argument("--record", metavar="FILE", help="save the step to FILE without pausing (hooktui view FILE opens it)")
+    parsers["attach"] = attach
     return top, parsers
 
 
@@ -253,7 +269,7 @@ def parse(argv: list[str]) -> Command:
     if argv and argv[0] == "run":
         # Everything after the script is the script's: hooktui's options do not apply.
         run = parsers["run"].parse_args(argv[1:])
-        return Command(RunOptions(run.script, tuple(run.args)))
+        return Command(RunOptions(run.script, tuple(run.args), armed=run.armed))
     known = {option for parser in parsers.values() for action in parser._actions for option in action.option_strings}
     valued = {option for parser in parsers.values() for action in parser._actions if action.nargs != 0
               for option in action.option_strings}
@@ -357,6 +373,9 @@ def _options(parser: argparse.ArgumentParser, command: str, args: argparse.Names
     if command == "trace":
         return TraceOptions(_model_options(args), _break_options(args), legacy=args.legacy, json=args.json, save=args.save,
                             values=args.values)
+    if command == "attach":
+        return AttachOptions(args.target, rank=args.rank, when=args.when, step=args.step, nonfinite=args.nonfinite,
+                             record=args.record)
     if command == "view":
         return ViewOptions(args.target, against=args.against, tolerances=Tolerances(args.rtol, args.atol))
     if command == "diff":
@@ -411,7 +430,7 @@ def _main(argv: list[str] | None, supervised: bool) -> int:
         from .commands.run import run_script
 
         return run_script(options, supervised=supervised)
-    if supervised and isinstance(options, (OpenOptions, ViewOptions)):
+    if supervised and (isinstance(options, (OpenOptions, ViewOptions)) or isinstance(options, AttachOptions) and not options.record):
         # The app takes the terminal: a parent process gives it back whatever ends the app.
         from .supervise import supervise
 
@@ -431,6 +450,10 @@ def _main(argv: list[str] | None, supervised: bool) -> int:
 
 
 def _run(options: Options) -> int:
+    if isinstance(options, AttachOptions):
+        from .commands.attach import run_attach
+
+        return run_attach(options)
     if isinstance(options, TraceOptions):
         from .commands.trace import run_trace
 

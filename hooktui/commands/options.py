@@ -113,3 +113,14 @@ class ServeOptions:
 class RunOptions:
     script: str
     args: tuple[str, ...] = ()  # the script's own, untouched
+    armed: bool = False  # arm the first model the script calls (hooktui attach PID)
+
+
+@dataclass(frozen=True)
+class AttachOptions:
+    pid: str
+    rank: int | None = None
+    when: str | None = None  # open the first step whose loss makes this true
+    step: int | None = None  # open this step (hooktui.arm counts them from 0)
+    nonfinite: bool = False  # open the first step with a NaN/Inf, at that firing
+    record: str | None = None  # save the step to this file, without pausing

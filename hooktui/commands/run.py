@@ -41,6 +41,10 @@ def run_script(options: RunOptions, supervised: bool = False) -> int:
     sys.argv = [script, *options.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     where.under_hooktui_run = True
+    if options.armed:
+        from ..loop.arm import arm_first_model
+
+        arm_first_model()
     try:
         runpy.run_path(script, run_name="__main__")
     except Quit as quit:

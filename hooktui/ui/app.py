@@ -22,7 +22,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from ..engine.analysis.breakpoints import CONDITION_NAMES, Breakpoint, Stop
-from ..engine.analysis.console import evaluate
 from ..engine.records.records import Event, TraceInfo, position_of
 from ..engine.records.trace_file import TraceFileError, write_trace
 from ..engine.records import firing
@@ -515,17 +514,16 @@ class HooktuiApp(NavigationActions, App):
         event = self.current
         if event is None or isinstance(self.screen, ConsoleScreen):
             return
-        live = self.source.live_firing(event)
+        paused = self.source.paused_at(event)
         run_names = self.source.console_names()
         also = f"; the run's: {', '.join(run_names)}" if run_names else ""
-        if live is not None:
+        if paused:
             where = f"at #{event.number} ({event.module or '(root)'} {event.hook}), paused: the names are the live objects ({', '.join(CONDITION_NAMES)}){also}"
         elif self.source.live:
             where = f"at #{event.number}, a past firing: its records (event, tensors){also}"
         else:
             where = f"at #{event.number} of a recorded trace: only its records (event, tensors)"
-        past = live is None and self.source.live
-        self.push_screen(ConsoleScreen(visible(where), lambda text: evaluate(text, event, live, self.console_names, run_names=run_names, past=past),
+        self.push_screen(ConsoleScreen(visible(where), lambda text: self.source.evaluate(text, event, self.console_names),
                                        self.console_history, self.console_results))
 
     def action_save(self) -> None:

@@ -129,6 +129,18 @@ class Source:
         None (a recorded trace has none: only the values it kept)."""
         return None
 
+    def paused_at(self, event: Event | None) -> bool:
+        """Is the model paused in `event` (the console has its live objects there)?"""
+        return self.live_firing(event) is not None
+
+    def evaluate(self, text: str, event: Event, names: dict):
+        """One console line at `event` (engine/analysis/console.py); `names`: what earlier
+        lines bound, kept by the app."""
+        from ..engine.analysis.console import evaluate
+
+        live = self.live_firing(event)
+        return evaluate(text, event, live, names, run_names=self.console_names(), past=live is None and self.live)
+
     def console_names(self) -> dict:
         """Names the console has at any firing of a live run, as pdb has the program's:
         `model`, and once the run has them, `loss`, `output` and `grads` (each parameter's

@@ -297,6 +297,12 @@ class BreakpointList:
             if bp in self._states:
                 self._states[bp] = replace(self._states[bp], enabled=enabled)
 
+    def replace_states(self, states: list[BreakpointState]) -> None:
+        """Hold exactly these (another process's list: hooktui attach), hits and all."""
+        with self._lock:
+            self._states = {state.breakpoint: state for state in states}
+            self._counted = {bp: seen for bp, seen in self._counted.items() if bp in self._states}
+
     def states(self) -> list[BreakpointState]:
         with self._lock:
             return list(self._states.values())

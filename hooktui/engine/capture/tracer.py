@@ -243,6 +243,7 @@ class Tracer:
         # The step runs a pipeline schedule (engine/run/pipeline.py): set before install.
         self.pipeline: Pipeline | None = None
         self.starting_kind = "backward"  # the kind of the backward starting (backward_pass)
+        self.backward_roots: list = []  # the tensors of the backward starting (backward_pass)
         # Firing index -> (name, grad_fn) of its tensors, for the creation notes decided later.
         self.note_sources: dict[int, list] = {}
         self._node_watch = hunt.NodeWatch(self)
@@ -289,6 +290,7 @@ class Tracer:
         if compiled:
             hooks = [torch.compiler.disable(h) for h in hooks]
         pre_hook, post_hook, raised_hook = hooks
+        self._root_pre = pre_hook
         self._scripted_notes = scripted.notes_by_parent(self._walk.modules)
         for _, module in self._walk.modules:
             if scripted.is_scripted(module):
@@ -304,6 +306,12 @@ class Tracer:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
         self._placement.home = threading.get_ident()
+
+    def fire_root_pre(self, args: tuple, kwargs: dict):
+        """The root's forward pre firing, for a tracer installed inside the root's own call
+        (hooktui.arm, engine/run/armed_step.py): PyTorch took the call's pre-hooks before
+        the tracer's existed. Returns what the pre-hook returns (new args and kwargs, or None)."""
+        return self._root_pre(self.model, args, kwargs)
 
     def _unwatched(self, hook: Callable) -> Callable:
         """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
@@ -476,6 +484,7 @@ class Tracer:
         implicit one). The listeners (`on_backward_start`, `on_backward_end`) are told
         first and last."""
         depth = self._backward_depth
+        self.backward_roots = roots  # for the listener: what this backward starts from (the loss)
         self.starting_kind = kind  # for the listener: "backward" (accumulates into .grad) or "grad"
         if self.on_backward_start is not None:
             self.on_backward_start(depth)

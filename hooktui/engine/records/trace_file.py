@@ -608,6 +608,50 @@ def _slow_event(path: Path, number: int, line: bytes) -> Event:
         raise TraceFileError(f"{path}:{number}: {str(exc).splitlines()[0][:200] if str(exc) else 'not a readable firing'}") from None
 
 
+# -- one record at a time (hooktui attach: the same records over a socket) --------------------
+def decode_event_line(line: bytes, where: str, number: int = 0) -> Event:
+    """One firing as a trace line holds it (`event_json`), every field checked as in a
+    file; TraceFileError names `where`."""
+    return _event(Path(where), number, line)
+
+
+def _converted(struct: type[Struct], data: Any, where: str) -> Any:
+    try:
+        return msgspec.convert(data, struct, strict=True)
+    except (msgspec.ValidationError, RecursionError) as exc:
+        try:
+            _explain(struct, data)
+        except _Invalid as words:
+            raise TraceFileError(f"{where}{words.where}: {words.what}") from None
+        raise TraceFileError(f"{where}: {str(exc).splitlines()[0][:200]}") from None
+
+
+def decode_info(data: Any, where: str) -> TraceInfo:
+    """A header's `info` (TraceInfo.to_dict()), checked as in a file."""
+    try:
+        return _to_info(_converted(_Info, data, where))
+    except _Invalid as exc:
+        raise TraceFileError(f"{where}: {exc.what}") from None
+
+
+def decode_tensor(data: Any, where: str) -> TensorRecord:
+    """One tensor record (a firing's, as `event_json` writes it), checked as in a file."""
+    try:
+        return _tensor(_converted(_Tensor, data, where))
+    except _Invalid as exc:
+        raise TraceFileError(f"{where}: {exc.what}") from None
+
+
+def tensor_data(tensor: TensorRecord) -> Any:
+    """A tensor record as `event_json` writes it, for `decode_tensor`."""
+    from .records import plain
+
+    data = plain(tensor)
+    if data.get("layout") is None:
+        data.pop("layout", None)
+    return _finite(data)
+
+
 # -- writing ------------------------------------------------------------------------------
 def event_json(event: Event) -> str:
     return json.dumps(_finite(event.to_dict()), separators=(",", ":"))

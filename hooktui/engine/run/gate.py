@@ -76,6 +76,11 @@ class Gate:
             self._cond.notify_all()
 
     @property
+    def released(self) -> bool:
+        """Told to go on since the latest pause began (an on_pause listener may do so)."""
+        return self._released
+
+    @property
     def quitting(self) -> bool:
         return self._quit
 
