@@ -22,4 +22,6 @@ class HooktuiCallback(LightningHooks, Callback):
     """`debug_step=N`: open the app on step N (the trainer's global_step; without a terminal,
     a trace file). `record_every=K`: record steps 0, K, 2K, ... to trace files
     (hooktui-<pid>-<n>-step<k>.jsonl). `guard=True` (or a dict of hooktui.guard's options):
-    stop at the first NaN/Inf, saying where it was born. `on_quit`: as hooktui.debug's."""
+    stop at the first NaN/Inf, saying where it was born. `arm=True` (or a dict of hooktui.arm's
+    options): `hooktui attach PID` can open a step while the fit runs. `on_quit`: as
+    hooktui.debug's."""

@@ -11,6 +11,10 @@ gradient clipping and `on_before_optimizer_step` run after it, as without hooktu
 `accumulate_grad_batches`, Lightning calls the closures of the other batches of the step
 directly: the step's last batch (the one the optimizer steps after) is the one shown.
 
+`arm` arms the LightningModule (hooktui.arm) from `on_train_start` to the end of the fit (or
+its exception): arm counts a step at each call of the module itself with grad, so
+`hooktui attach` sees the steps of a training_step that calls `self(x)`.
+
 The guard is entered when training starts and left when it ends (or fails), as a `with`
 block around the loop would be; each batch (training or validation) ends a guard step, so
 that a forward that calls submodules only (no call of the LightningModule itself) still ends one.
@@ -29,10 +33,11 @@ class LightningHooks:
     """Mixed into a Lightning Callback class (lightning.py)."""
 
     def __init__(self, *, debug_step: int | None = None, record_every: int | None = None, guard: bool | dict = False,
-                 on_quit: str = "raise") -> None:
+                 on_quit: str = "raise", arm: bool | dict = False) -> None:
         super().__init__()
-        self.plan = StepPlan(WHO, debug_step, record_every, guard, on_quit)
+        self.plan = StepPlan(WHO, debug_step, record_every, guard, on_quit, arm)
         self._guard = None
+        self._armed = None  # hooktui.arm's handle while the fit runs
         self._wrapped = None  # the module whose optimizer_step is wrapped now
 
     # -- the guard: the whole fit ---------------------------------------------------------
@@ -45,6 +50,8 @@ class LightningHooks:
             watch = self.plan.guard(pl_module, trainer.global_step)
             watch.__enter__()
             self._guard = watch
+        if self.plan.arm_options is not None and self._armed is None:
+            self._armed = self.plan.arm(pl_module)
 
     def on_train_batch_start(self, trainer, pl_module, batch: Any, batch_idx: int) -> None:
         step = trainer.global_step
@@ -62,15 +69,23 @@ class LightningHooks:
 
     def on_train_end(self, trainer, pl_module) -> None:
         self._unwrap()
+        self._disarm()
         self._leave_guard(None)
 
     def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
         self._unwrap()
+        self._disarm()
         self._leave_guard(exception)
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         self._unwrap()
+        self._disarm()
         self._leave_guard(None)
+
+    def _disarm(self) -> None:
+        armed, self._armed = self._armed, None
+        if armed is not None:
+            armed.disarm()
 
     def _end_guard_step(self) -> None:
         if self._guard is not None:

@@ -1,6 +1,7 @@
 """What a trainer callback does at each step, whatever the trainer: debug step N (the app,
 as `hooktui.debug`), record every K-th step to a trace file (as `debug` without a terminal),
-guard every step for the first NaN/Inf (as `hooktui.guard`).
+guard every step for the first NaN/Inf (as `hooktui.guard`), and arm the model for
+`hooktui attach PID` while it trains (as `hooktui.arm`).
 
 Steps are numbered as the trainer numbers them: its `global_step` while the step runs (the
 optimizer steps taken before it), so the first step is step 0. The trainer's own loop runs the
@@ -22,7 +23,7 @@ ON_QUIT = ("raise", "return")
 
 class StepPlan:
     def __init__(self, who: str, debug_step: int | None, record_every: int | None, guard: bool | dict,
-                 on_quit: str) -> None:
+                 on_quit: str, arm: bool | dict = False) -> None:
         if debug_step is not None and (isinstance(debug_step, bool) or not isinstance(debug_step, int) or debug_step < 0):
             raise ValueError(f"{who}: debug_step must be a step number (0 or more), got {debug_step!r}")
         if record_every is not None and (isinstance(record_every, bool) or not isinstance(record_every, int)
@@ -30,6 +31,8 @@ class StepPlan:
             raise ValueError(f"{who}: record_every must be a whole number of steps (1 or more), got {record_every!r}")
         if not isinstance(guard, (bool, dict)):
             raise TypeError(f"{who}: guard must be True, False or a dict of hooktui.guard's options, got {type(guard).__name__}")
+        if not isinstance(arm, (bool, dict)):
+            raise TypeError(f"{who}: arm must be True, False or a dict of hooktui.arm's options, got {type(arm).__name__}")
         if on_quit not in ON_QUIT:
             raise ValueError(f"{who}: on_quit must be one of {ON_QUIT}, got {on_quit!r}")
         self.who = who
@@ -37,6 +40,7 @@ class StepPlan:
         self.record_every = record_every
         self.guard_options = ({} if guard is True else dict(guard)) if guard is not False else None
         self.on_quit = on_quit
+        self.arm_options = ({} if arm is True else dict(arm)) if arm is not False else None
         self.done: set[int] = set()  # steps debugged or recorded already (one batch each)
 
     @property
@@ -83,3 +87,9 @@ class StepPlan:
         watch.call_site = self.who
         watch.step = step
         return watch
+
+    def arm(self, model: nn.Module):
+        """hooktui.arm on `model`, labelled as the trainer's; its handle (`disarm()`)."""
+        from ..loop.arm import arm
+
+        return arm(model, **{"label": f"{type(model).__name__} ({self.who})", **self.arm_options})

@@ -11,7 +11,8 @@ Trainer's `training_step` (an instance attribute, so a subclass's override is wh
 off when training ends or an exception leaves it). For the step chosen, the call runs under
 hooktui (plan.py); with gradient accumulation, the step's first batch is the one shown. The
 guard checks each training step's forward and backward (a `with hooktui.guard` around each
-`training_step` call); evaluation is not checked.
+`training_step` call); evaluation is not checked. `arm` arms the model (hooktui.arm) from
+`on_train_begin` to `on_train_end` (or an exception leaving training_step).
 """
 
 from __future__ import annotations
@@ -32,16 +33,22 @@ class HooktuiCallback(TrainerCallback):
     """`debug_step=N`: open the app on step N (`state.global_step` while it runs; without a
     terminal, a trace file). `record_every=K`: record steps 0, K, 2K, ... to trace files
     (hooktui-<pid>-<n>-step<k>.jsonl). `guard=True` (or a dict of hooktui.guard's options):
-    stop at the first NaN/Inf, saying where it was born. `on_quit`: as hooktui.debug's."""
+    stop at the first NaN/Inf, saying where it was born. `arm=True` (or a dict of hooktui.arm's
+    options): `hooktui attach PID` can open a step while training runs. `on_quit`: as
+    hooktui.debug's."""
 
     def __init__(self, *, debug_step: int | None = None, record_every: int | None = None, guard: bool | dict = False,
-                 on_quit: str = "raise") -> None:
-        self.plan = StepPlan(WHO, debug_step, record_every, guard, on_quit)
+                 on_quit: str = "raise", arm: bool | dict = False) -> None:
+        self.plan = StepPlan(WHO, debug_step, record_every, guard, on_quit, arm)
         self._wrapped = None  # (trainer, its own training_step attribute or None)
+        self._armed = None  # hooktui.arm's handle while training runs
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if self.plan.takes_steps or self.plan.guard_options is not None:
+        plan = self.plan
+        if plan.takes_steps or plan.guard_options is not None or plan.arm_options is not None:
             self._wrap(_calling_trainer(self))
+        if plan.arm_options is not None and self._armed is None:
+            self._armed = plan.arm(kwargs["model"])
 
     def on_train_end(self, args, state, control, **kwargs):
         self._unwrap()
@@ -64,13 +71,16 @@ class HooktuiCallback(TrainerCallback):
                 with plan.guard(model, step):
                     return original(*args, **kwargs)
             except BaseException:
-                self._unwrap()  # the Trainer is left as it was found: no on_train_end will come
+                self._unwrap()  # the Trainer (and the model) left as found: no on_train_end will come
                 raise
 
         trainer.training_step = training_step
         self._wrapped = (trainer, own)
 
     def _unwrap(self) -> None:
+        armed, self._armed = self._armed, None
+        if armed is not None:
+            armed.disarm()
         wrapped, self._wrapped = self._wrapped, None
         if wrapped is None:
             return

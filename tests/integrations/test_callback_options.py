@@ -41,9 +41,10 @@ def test_hooktui_imports_without_them(monkeypatch):
     ({"record_every": 0}, "record_every must be a whole number of steps"),
     ({"guard": "yes"}, "guard must be True, False or a dict"),
     ({"on_quit": "exit"}, "on_quit must be one of"),
+    ({"arm": "yes"}, "arm must be True, False or a dict"),
 ])
 def test_bad_options_are_refused_when_the_callback_is_made(options, error):
-    arguments = {"debug_step": None, "record_every": None, "guard": False, "on_quit": "raise", **options}
+    arguments = {"debug_step": None, "record_every": None, "guard": False, "on_quit": "raise", "arm": False, **options}
     with pytest.raises((ValueError, TypeError), match=error):
         StepPlan("a callback", **arguments)
 
