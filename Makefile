@@ -34,7 +34,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml scripts/install_torch.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	sh scripts/install_torch.sh $(BIN) "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e '.[test,web]' "torch==$$($(BIN)/python -c 'import torch; print(torch.__version__)')"
+	$(BIN)/pip install --quiet -e '.[test,web]' "torch==$$($(BIN)/python -W ignore -c 'import torch; print(torch.__version__)')"
 	touch $(STAMP)
 
 run: install

@@ -1,4 +1,5 @@
-"""A Lightning fit for the attach test: `python armed_lightning_worker.py OUT [--no-arm]`.
+"""A Lightning fit for the attach test: `python armed_lightning_worker.py OUT [--no-arm]`
+(or `main(OUT, armed=False)` in the test's process, the twin).
 
 HooktuiCallback(arm=True) arms the LightningModule when training starts (unless --no-arm);
 a callback after it then writes OUT/pid and waits for OUT/go (so that the test attaches
@@ -52,9 +53,7 @@ class WaitForTheTest(L.Callback):
             time.sleep(0.02)
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
-    armed = "--no-arm" not in sys.argv
+def main(out: Path, armed: bool) -> None:
     torch.set_num_threads(1)
     L.seed_everything(0, verbose=False)
     model = Tiny()
@@ -74,4 +73,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]), armed="--no-arm" not in sys.argv)

@@ -10,8 +10,8 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import torch
 from hooktui.attach import wire
 from hooktui.attach.client import Connection
 from hooktui.commands.attach import attached_app, open_step
+from armed_lightning_worker import main as twin_fit
 from trainer_helpers import wait_for
 
 WORKER = Path(__file__).parent / "armed_lightning_worker.py"
@@ -51,8 +52,9 @@ def pid_of(folder: Path, process: subprocess.Popen) -> int:
 
 
 def test_attach_opens_step_1_of_a_lightning_fit_the_callback_armed(runtime_dir, tmp_path):
-    twin = start(tmp_path / "twin", "--no-arm")
     training = start(tmp_path / "armed")
+    (tmp_path / "twin").mkdir()
+    twin_fit(tmp_path / "twin", armed=False)  # unarmed, here, while the other process starts
     connection = Connection(pid_of(tmp_path / "armed", training))
     opened, first = open_step(connection, wire.Open(step=1), on_waiting=(tmp_path / "armed" / "go").touch)
     assert opened.step == 1
@@ -70,7 +72,7 @@ def test_attach_opens_step_1_of_a_lightning_fit_the_callback_armed(runtime_dir, 
             await pilot.press("q")
 
     asyncio.run(drive())
-    assert training.wait(TIMEOUT) == 0 and twin.wait(TIMEOUT) == 0
+    assert training.wait(TIMEOUT) == 0
     hooks = json.loads((tmp_path / "armed" / "hook.json").read_text())
     output = next(t for t in seen["forward"].tensors if t.name == "output")
     assert sum(output.values) == pytest.approx(hooks["output"][1], rel=1e-5, abs=1e-5)
