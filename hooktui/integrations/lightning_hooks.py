@@ -88,7 +88,8 @@ class LightningHooks:
             armed.disarm()
 
     def _end_guard_step(self) -> None:
-        if self._guard is not None:
+        # A step whose backward ended it has no firings left: nothing to end (no second restart).
+        if self._guard is not None and self._guard.events:
             self._guard.step_ended()
 
     def _leave_guard(self, exception: BaseException | None) -> None:
