@@ -29,10 +29,12 @@ DEVICE_PATH_SKIP := tests/engine/test_parity_patterns.py::test_compiled_models_f
 
 install: $(STAMP)
 
+# The extras install with the venv's torch pinned: an extra's requirement can fail the
+# install, never replace that torch (a CUDA build, the CPU one).
 $(STAMP): pyproject.toml scripts/install_torch.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	sh scripts/install_torch.sh $(BIN) "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e '.[test,web]'
+	$(BIN)/pip install --quiet -e '.[test,web]' "torch==$$($(BIN)/python -W ignore -c 'import torch; print(torch.__version__)')"
 	touch $(STAMP)
 
 run: install

@@ -74,11 +74,25 @@ def debug(model: nn.Module, step: Any, loss_fn: Callable[[Any], torch.Tensor] | 
         return _debug(model, step, loss_fn, user_step, on_quit, losses)
 
 
-def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str, losses: list | None) -> torch.Tensor | None:
-    call_site = where.call_site()
-    app = where.opens_app()
+def trainer_step(model: nn.Module, step: Callable[[], None], losses: list, *, record: bool, site: str, loss_label: str,
+                 tag: str, on_quit: str = "raise") -> torch.Tensor | None:
+    """One step of a trainer's own loop (a Lightning or Hugging Face callback: hooktui/integrations/):
+    `step` runs the trainer's forward and backward itself and puts its loss in `losses`.
+    `record`: to a trace file named with `tag` (hooktui-<pid>-<n>-<tag>.jsonl), never the
+    app; otherwise as `debug`: the app where there is a terminal. `site` names the step
+    where a call site would (the app's title, hooktui.Quit's line)."""
+    if on_quit not in ON_QUIT:
+        raise ValueError(f"on_quit must be one of {ON_QUIT}, got {on_quit!r}")
+    with claimed("debug"):
+        return _debug(model, None, None, step, on_quit, losses, site=site, record=record, loss_label=loss_label, tag=tag)
+
+
+def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str, losses: list | None, *, site: str | None = None,
+           record: bool = False, loss_label: str | None = None, tag: str | None = None) -> torch.Tensor | None:
+    call_site = site or where.call_site()
+    app = not record and where.opens_app()
     distributed = where.process_rank() is not None
-    path = where.new_trace_path() if distributed or not app else None  # checked before the step runs
+    path = where.new_trace_path(tag) if distributed or not app else None  # checked before the step runs
     pid = os.getpid()
     session = Session(
         model,
@@ -89,8 +103,9 @@ def _debug(model: nn.Module, step: Any, loss_fn, user_step, on_quit: str, losses
         thread_state=ThreadState.capture(),
         quit_finishes=on_quit == "return",
         pause=app,
-        label=f"{_name(model)} (hooktui.debug at {call_site})",
+        label=f"{_name(model)} ({call_site})" if site else f"{_name(model)} (hooktui.debug at {call_site})",
         losses=losses,
+        loss_label=loss_label,
         legacy=app,  # the app can show legacy firings (L); a recording counts them only (engine/records/firing.py)
     )
     with set_aside(session.model):  # a hooktui.guard on this model: this step is debug's

@@ -1,6 +1,6 @@
 """Where a debugged step goes: the app, when this process has a terminal and (under
 torchrun) is the rank named by HOOKTUI_RANK; otherwise a trace file, named
-`hooktui-<pid>-<n>[-rank<r>].jsonl`, in HOOKTUI_DIR or the working directory."""
+`hooktui-<pid>-<n>[-step<k>][-rank<r>].jsonl`, in HOOKTUI_DIR or the working directory."""
 
 from __future__ import annotations
 
@@ -53,11 +53,12 @@ def trace_folder() -> Path:
     return path
 
 
-def new_trace_path() -> Path:
-    """A trace file name not used yet: hooktui-<pid>-<n>[-rank<r>].jsonl."""
+def new_trace_path(tag: str | None = None) -> Path:
+    """A trace file name not used yet: hooktui-<pid>-<n>[-<tag>][-rank<r>].jsonl (a trainer
+    callback's tag: `step12`)."""
     folder = trace_folder()
     rank = process_rank()
-    suffix = "" if rank is None else f"-rank{_bounded(rank)}"
+    suffix = ("" if tag is None else f"-{tag}") + ("" if rank is None else f"-rank{_bounded(rank)}")
     while True:
         with _counter_lock:
             n = next(_counter)
