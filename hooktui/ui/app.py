@@ -32,6 +32,7 @@ from .history import History
 from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
+from .watching import WatchActions
 from .palette_commands import palette_commands
 from ..visible import visible
 from .paths import display_path
@@ -89,7 +90,7 @@ class _Composed(Generic[W]):
         return widget
 
 
-class HooktuiApp(NavigationActions, App):
+class HooktuiApp(NavigationActions, WatchActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "hooktui"
     BINDINGS = BINDINGS
@@ -150,6 +151,7 @@ class HooktuiApp(NavigationActions, App):
         self.console_history: list[str] = []
         self.console_names: dict = {}  # what console statements bound (x = ...), for the app's lifetime
         self.console_results: list = []
+        self.watches: list[str] = []  # watch expressions (W), evaluated at every firing shown; R keeps them
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
         self.legacy_shown = self.source.legacy_shown_at_start
@@ -169,6 +171,7 @@ class HooktuiApp(NavigationActions, App):
         lower.hidden = self.history.hidden
         lower.stops = self.stops
         lower.against = self.against.tensors if self.against is not None else None
+        lower.set_reactive(LowerPanes.watching, bool(self.watches))  # R kept them: the tab from the start
         yield lower
         yield Footer(compact=True)
 
@@ -370,6 +373,7 @@ class HooktuiApp(NavigationActions, App):
             self._render_tree(event)
         self.timeline.show(history.cursor)
         self.lower.show(event, streaming=streaming)
+        self._render_watches(streaming)
         self._render_status()
         self._sync_overview()
         self._refresh_bindings_if_changed()

@@ -1,0 +1,156 @@
+"""Watch expressions (`W` in the app): Python expressions evaluated again at every firing
+shown, in the console's namespace (console.py: `module`, `args`, `output`, `grad_output`,
+`grad_input`, `node`, `tensors`, `torch`, `event`, and the run's `model`, `loss`, ...).
+
+A watch only looks: it is evaluated under `torch.no_grad()` (no graph is recorded on the
+model's tensors), the random number generators are put back as they were (a `torch.rand`
+in a watch leaves the model's dropout masks alone), and a tensor the expression changes in
+place is caught by its version counter and said, since that cannot be undone. Other side
+effects (registering a hook, setting an attribute, `.backward()`) are the user's, as in pdb.
+
+Each watch gives one line: the value (a one-element tensor as its number, a larger one as
+the Tensors pane's summary, anything else as a short repr), the exception's one line, or,
+when a name it uses does not exist at this firing (`grad_output` at a forward firing, any
+live name at a past firing or in a recorded trace), which name and why: not an error.
+
+Only expressions: a statement (`x = 1`) is refused, since it would run at every firing.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..records.records import Event, TensorRecord
+from .breakpoints import CONDITION_NAMES, condition_scope
+from .console import _REPR, _result
+
+OK, ERROR, ABSENT = "ok", "error", "absent"
+
+
+@dataclass(frozen=True)
+class WatchValue:
+    expression: str
+    text: str  # one line
+    kind: str = OK  # OK, ERROR (it raised, or changed a tensor) or ABSENT (a name it needs is not here)
+
+
+@lru_cache(maxsize=256)
+def compiled(expression: str) -> tuple[Any, frozenset[str]]:
+    """The code of `expression` and the names it reads; SyntaxError if it is not an expression."""
+    code = compile(expression, "<watch>", "eval")
+    names = frozenset(node.id for node in ast.walk(ast.parse(expression, mode="eval")) if isinstance(node, ast.Name))
+    return code, names
+
+
+def evaluate_watches(expressions: list[str], event: Event, live: Any = None, *, run_names: dict | None = None,
+                     past: bool = False) -> list[WatchValue]:
+    """Every watch at `event`. `live`: the paused firing's live objects (engine LiveFiring),
+    None at a past firing of a live run (`past`) or in a recorded trace."""
+    run_names = run_names or {}
+    scope = {**run_names, **condition_scope(event, live)}
+    return [_one(expression, scope, live, past) for expression in expressions]
+
+
+def _one(expression: str, scope: dict, live: Any, past: bool) -> WatchValue:
+    try:
+        code, names = compiled(expression)
+    except SyntaxError as exc:
+        return WatchValue(expression, f"SyntaxError: {exc.msg} (a watch is an expression)", ERROR)
+    absent = [n for n in CONDITION_NAMES if n in names and scope.get(n) is None]
+    if absent:
+        return WatchValue(expression, _absent_text(absent, scope.get("event"), live, past), ABSENT)
+    namespace = {"__builtins__": __builtins__, **scope}
+    torch = sys.modules.get("torch")  # loaded whenever there are live objects to watch
+    watched = _versions(scope) if torch is not None else {}
+    try:
+        with _looking_only(torch):
+            value = eval(code, namespace)
+            result = WatchValue(expression, _text(expression, value))
+    except Exception as exc:  # the user's expression: one line, the app goes on
+        result = WatchValue(expression, _one_line(f"{type(exc).__name__}: {exc}"), ERROR)
+    changed = [name for name, (tensor, version) in watched.items() if tensor._version != version]
+    if changed:  # it cannot be undone: said instead of the value
+        return WatchValue(expression, f"changed {', '.join(changed[:3])} in place: the run is no longer what it was (side effects are yours)", ERROR)
+    return result
+
+
+def _absent_text(absent: list[str], event: Event | None, live: Any, past: bool) -> str:
+    names = ", ".join(absent)
+    if live is not None:
+        return f"no {names} at a {event.hook if event is not None else ''} firing"
+    if past:
+        return f"no {names} at a past firing: only the paused firing has live objects"
+    return f"no {names}: a recorded trace has no live objects"
+
+
+@contextlib.contextmanager
+def _looking_only(torch: Any):
+    """No graph, and the random generators as they were."""
+    if torch is None:
+        yield
+        return
+    cuda = torch.cuda.is_initialized()
+    cpu_state = torch.random.get_rng_state()
+    cuda_states = torch.cuda.get_rng_state_all() if cuda else None
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        torch.random.set_rng_state(cpu_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _versions(scope: dict) -> dict[str, tuple[Any, int]]:
+    """The live tensors a watch can reach by name, with their version counters: what the
+    hook received (args, kwargs, output, grad_output, grad_input), the firing's tensors, and
+    the model's parameters and buffers."""
+    found: dict[str, tuple[Any, int]] = {}
+
+    def add(name: str, value: Any) -> None:
+        if hasattr(value, "_version") and name not in found:
+            found[name] = (value, value._version)
+
+    for name in ("args", "output", "grad_output", "grad_input"):
+        value = scope.get(name)
+        if isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                add(f"{name}[{i}]", item)
+        else:
+            add(name, value)
+    for key, value in (scope.get("kwargs") or {}).items():
+        add(f"kwargs[{key!r}]", value)
+    for name, tensor in (scope.get("tensors") or {}).items():
+        add(name, tensor)
+    model = scope.get("model")
+    if model is not None and hasattr(model, "named_parameters"):
+        for name, tensor in (*model.named_parameters(), *model.named_buffers()):
+            add(name, tensor)
+    return found
+
+
+def _text(expression: str, value: Any) -> str:
+    kind = type(value)
+    module = getattr(kind, "__module__", None) or ""  # a class made by type() in the watch has none
+    if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+        if value.numel() == 1 and value.layout == sys.modules["torch"].strided:
+            item = value.item()
+            number = f"{item:.6g}" if isinstance(item, float) else repr(item)
+            device = f", {value.device}" if value.device.type != "cpu" else ""
+            return f"{number}  ({str(value.dtype).removeprefix('torch.')}{device})"
+        return _one_line(_result(expression, value).text)
+    if isinstance(value, TensorRecord):
+        return _one_line(_result(expression, value).text)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return _one_line(_REPR.repr(value))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split("\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
