@@ -56,7 +56,7 @@ HELP = {
     "break_nonfinite": "toggle a break at the first NaN/Inf where a gradient flows (c stops there and says where it was born)",
     "breakpoints": "breakpoints: hit counts, on/off, delete, add a value breakpoint (norm > 1e3, if EXPR, ...)",
     "console": "console: evaluate a Python expression at this firing (grad_output[0].norm(), ...)",
-    "watch": "watch an expression: re-evaluated at every firing in the Watch pane (d there removes it)",
+    "watch": "watch an expression at every firing (d removes it)",
     "first": "first firing",
     "latest": "latest firing",
     "goto": "go to firing #N (the number trace, diff, Explain and the guard cite)",
