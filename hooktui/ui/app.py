@@ -49,6 +49,7 @@ from .sources import RecordedSource, Source
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
+from .widgets.notice import NOTICES_IN_LINE, NoticeLine
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
 
@@ -110,6 +111,7 @@ class HooktuiApp(NavigationActions, WatchActions, App):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        self.add_class(NOTICES_IN_LINE)  # until the panes go side by side (_layout_changed)
         # The app reaches the engine only through its Source (ui/sources.py): a live
         # session's (LiveSource) or a recorded trace's, given as records here for short.
         if (source is None) == (recorded is None):
@@ -174,6 +176,7 @@ class HooktuiApp(NavigationActions, WatchActions, App):
         lower.set_reactive(LowerPanes.watching, bool(self.watches))  # R kept them: the tab from the start
         yield lower
         yield Footer(compact=True)
+        yield NoticeLine(id="notice")
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
@@ -219,6 +222,10 @@ class HooktuiApp(NavigationActions, WatchActions, App):
     def _layout_changed(self, message: LowerPanes.LayoutChanged) -> None:
         self.query_one(Footer).compact = not message.wide
         self.query_one("#top").set_class(message.wide, "-wide")
+        self.set_class(not message.wide, NOTICES_IN_LINE)  # wide: the toasts have room
+        if message.wide:
+            for line in self.query(NoticeLine):
+                line.clear()  # its toast shows now
 
     # -- the source's messages ------------------------------------------------------------
     def on_events_ready(self, message: EventsReady) -> None:
@@ -637,6 +644,21 @@ class HooktuiApp(NavigationActions, WatchActions, App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         return palette_commands(self, screen, super().get_system_commands(screen))
+
+    # -- notices -----------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
+        instead of a toast over the panes (widgets/notice.py); a modal screen open shows it as a toast too."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        if self.has_class(NOTICES_IN_LINE) and self.is_running and self.screen_stack:
+            for line in self.screen_stack[0].query(NoticeLine):  # a modal's own toasts stay: its notices show there too
+                line.say(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def clear_notifications(self) -> None:
+        super().clear_notifications()
+        for line in self.query(NoticeLine):
+            line.clear()
 
     # -- the model's output ----------------------------------------------------------------
     def on_print(self, event: events.Print) -> None:
