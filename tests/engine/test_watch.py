@@ -114,3 +114,25 @@ def test_a_recorded_firing_has_only_its_records():
     assert values[2].text == str(len(event.tensors))
     past = evaluate_watches(["module"], event, past=True)
     assert past[0].kind == ABSENT and "past firing" in past[0].text
+
+
+def test_a_hook_a_watch_registers_is_removed_again():
+    """A watch that registers hooks at every firing (on the module; on its output, one that
+    would zero the gradient): each is taken out again and said; the run's gradients are
+    those of a plain run."""
+    x = _x()
+    plain = _model()
+    plain(x).sum().backward()
+    model = _model()
+    calls = []
+    seen = watched_run(model, x, ["module.register_forward_hook(lambda *a: calls.append(1))",
+                                  "output.register_hook(lambda g: g * 0)"],
+                       loss_fn=lambda out: out.sum())
+    module_hook = next(w[0] for e, w in seen if (e.hook, e.module) == ("forward_pre", "0"))
+    tensor_hook = next(w[1] for e, w in seen if (e.hook, e.module) == ("forward", "0"))
+    assert module_hook.kind == ERROR and module_hook.text.startswith("registered 1 hook: removed again")
+    assert tensor_hook.kind == ERROR and tensor_hook.text.startswith("registered 1 hook: removed again")
+    assert all(not m._forward_hooks for m in model.modules())
+    grads = watched_run.session.final_grads
+    for name, p in plain.named_parameters():
+        assert torch.equal(p.grad, grads[name]), name

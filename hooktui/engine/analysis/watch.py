@@ -4,9 +4,11 @@ shown, in the console's namespace (console.py: `module`, `args`, `output`, `grad
 
 A watch only looks: it is evaluated under `torch.no_grad()` (no graph is recorded on the
 model's tensors), the random number generators are put back as they were (a `torch.rand`
-in a watch leaves the model's dropout masks alone), and a tensor the expression changes in
-place is caught by its version counter and said, since that cannot be undone. Other side
-effects (registering a hook, setting an attribute, `.backward()`) are the user's, as in pdb.
+in a watch leaves the model's dropout masks alone), a hook it registers on a module of the
+model, a global module hook or a hook on a tensor it can name is taken out again (and said),
+and a tensor the expression changes in place is caught by its version counter and said,
+since that cannot be undone. Other side effects (a hook on an autograd node, an attribute
+set, `.backward()`) are the user's, as in pdb.
 
 Each watch gives one line: the value (a one-element tensor as its number, a larger one as
 the Tensors pane's summary, anything else as a short repr), the exception's one line, or,
@@ -67,15 +69,30 @@ def _one(expression: str, scope: dict, live: Any, past: bool) -> WatchValue:
     namespace = {"__builtins__": __builtins__, **scope}
     torch = sys.modules.get("torch")  # loaded whenever there are live objects to watch
     watched = _versions(scope) if torch is not None else {}
+    hooks = _hook_dicts(scope, torch)
+    before = [set(d) for d in hooks]
+    tensor_hooks = {name: set(getattr(t, "_backward_hooks", None) or ()) for name, (t, _) in watched.items()}
     try:
         with _looking_only(torch):
             value = eval(code, namespace)
             result = WatchValue(expression, _text(expression, value))
     except Exception as exc:  # the user's expression: one line, the app goes on
         result = WatchValue(expression, _one_line(f"{type(exc).__name__}: {exc}"), ERROR)
+    added = 0
+    for hook_dict, keys in zip(hooks, before):
+        for key in [k for k in hook_dict if k not in keys]:
+            del hook_dict[key]  # a hook the watch registered: removed again, the run goes on without it
+            added += 1
+    for name, keys in tensor_hooks.items():  # a tensor's dict is made by its first hook
+        hook_dict = getattr(watched[name][0], "_backward_hooks", None)
+        for key in [k for k in (hook_dict or ()) if k not in keys]:
+            del hook_dict[key]
+            added += 1
     changed = [name for name, (tensor, version) in watched.items() if tensor._version != version]
     if changed:  # it cannot be undone: said instead of the value
         return WatchValue(expression, f"changed {', '.join(changed[:3])} in place: the run is no longer what it was (side effects are yours)", ERROR)
+    if added:
+        return WatchValue(expression, f"registered {added} hook{'s' if added > 1 else ''}: removed again (a watch only looks)", ERROR)
     return result
 
 
@@ -131,6 +148,30 @@ def _versions(scope: dict) -> dict[str, tuple[Any, int]]:
     if model is not None and hasattr(model, "named_parameters"):
         for name, tensor in (*model.named_parameters(), *model.named_buffers()):
             add(name, tensor)
+    return found
+
+
+# A module's hook dicts (torch/nn/modules/module.py), all keyed by the handle's id: a hook
+# registered by a watch is found there, and taken out of each (the flags dicts too).
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+                 "_forward_hooks_always_called", "_backward_pre_hooks", "_backward_hooks")
+_GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_forward_hooks_always_called",
+                 "_global_forward_hooks_with_kwargs", "_global_backward_pre_hooks", "_global_backward_hooks")
+
+
+def _hook_dicts(scope: dict, torch: Any) -> list[dict]:
+    """The module hook dicts a watch can reach: those of the firing's module and of every
+    module of the model, and the global module hooks. (The tensors' are looked at by name;
+    hooks on an autograd node cannot be listed: those are the user's.)"""
+    if torch is None:
+        return []
+    modules = {id(m): m for m in (scope.get("module"),) if m is not None}
+    model = scope.get("model")
+    if model is not None and hasattr(model, "modules"):
+        modules.update((id(m), m) for m in model.modules())
+    found = [d for m in modules.values() for d in (getattr(m, name, None) for name in _MODULE_HOOKS) if isinstance(d, dict)]
+    module_py = sys.modules.get("torch.nn.modules.module")
+    found += [d for d in (getattr(module_py, name, None) for name in _GLOBAL_HOOKS) if isinstance(d, dict)]
     return found
 
 
