@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import itertools
 import sys
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -32,6 +34,10 @@ from .breakpoints import CONDITION_NAMES, condition_scope
 from .console import _REPR, _result
 
 OK, ERROR, ABSENT = "ok", "error", "absent"
+# A watch is evaluated at every step: on a very large model only the first modules and
+# parameters are looked at for hooks and in-place changes (the firing's own are always).
+MODULES_LOOKED_AT = 2_000
+PARAMETERS_LOOKED_AT = 10_000
 
 
 @dataclass(frozen=True)
@@ -55,10 +61,12 @@ def evaluate_watches(expressions: list[str], event: Event, live: Any = None, *, 
     None at a past firing of a live run (`past`) or in a recorded trace."""
     run_names = run_names or {}
     scope = {**run_names, **condition_scope(event, live)}
-    return [_one(expression, scope, live, past) for expression in expressions]
+    torch = sys.modules.get("torch")  # loaded whenever there are live objects to watch
+    tensors = _tensors(scope) if torch is not None and expressions else []
+    return [_one(expression, scope, live, past, torch, tensors) for expression in expressions]
 
 
-def _one(expression: str, scope: dict, live: Any, past: bool) -> WatchValue:
+def _one(expression: str, scope: dict, live: Any, past: bool, torch: Any, tensors: list) -> WatchValue:
     try:
         code, names = compiled(expression)
     except SyntaxError as exc:
@@ -67,28 +75,17 @@ def _one(expression: str, scope: dict, live: Any, past: bool) -> WatchValue:
     if absent:
         return WatchValue(expression, _absent_text(absent, scope.get("event"), live, past), ABSENT)
     namespace = {"__builtins__": __builtins__, **scope}
-    torch = sys.modules.get("torch")  # loaded whenever there are live objects to watch
-    watched = _versions(scope) if torch is not None else {}
-    hooks = _hook_dicts(scope, torch)
-    before = [set(d) for d in hooks]
-    tensor_hooks = {name: set(getattr(t, "_backward_hooks", None) or ()) for name, (t, _) in watched.items()}
+    versions = [tensor._version for _, tensor in tensors]
+    handles = _handles(torch)
+    first_new = handles.next_id if handles is not None else None  # every hook's handle takes the next id
     try:
         with _looking_only(torch):
             value = eval(code, namespace)
             result = WatchValue(expression, _text(expression, value))
     except Exception as exc:  # the user's expression: one line, the app goes on
         result = WatchValue(expression, _one_line(f"{type(exc).__name__}: {exc}"), ERROR)
-    added = 0
-    for hook_dict, keys in zip(hooks, before):
-        for key in [k for k in hook_dict if k not in keys]:
-            del hook_dict[key]  # a hook the watch registered: removed again, the run goes on without it
-            added += 1
-    for name, keys in tensor_hooks.items():  # a tensor's dict is made by its first hook
-        hook_dict = getattr(watched[name][0], "_backward_hooks", None)
-        for key in [k for k in (hook_dict or ()) if k not in keys]:
-            del hook_dict[key]
-            added += 1
-    changed = [name for name, (tensor, version) in watched.items() if tensor._version != version]
+    added = _remove_hooks_from(first_new, scope, tensors) if handles is not None and handles.next_id != first_new else 0
+    changed = list(dict.fromkeys(name for (name, tensor), version in zip(tensors, versions) if tensor._version != version))
     if changed:  # it cannot be undone: said instead of the value
         return WatchValue(expression, f"changed {', '.join(changed[:3])} in place: the run is no longer what it was (side effects are yours)", ERROR)
     if added:
@@ -123,15 +120,15 @@ def _looking_only(torch: Any):
             torch.cuda.set_rng_state_all(cuda_states)
 
 
-def _versions(scope: dict) -> dict[str, tuple[Any, int]]:
-    """The live tensors a watch can reach by name, with their version counters: what the
-    hook received (args, kwargs, output, grad_output, grad_input), the firing's tensors, and
-    the model's parameters and buffers."""
-    found: dict[str, tuple[Any, int]] = {}
+def _tensors(scope: dict) -> list[tuple[str, Any]]:
+    """The live tensors a watch can reach by name: what the hook received (args, kwargs,
+    output, grad_output, grad_input), the firing's tensors, and the model's parameters and
+    buffers (the first PARAMETERS_LOOKED_AT, listed once per model)."""
+    found: dict[int, tuple[str, Any]] = {}
 
     def add(name: str, value: Any) -> None:
-        if hasattr(value, "_version") and name not in found:
-            found[name] = (value, value._version)
+        if hasattr(value, "_version") and id(value) not in found:
+            found[id(value)] = (name, value)
 
     for name in ("args", "output", "grad_output", "grad_input"):
         value = scope.get(name)
@@ -144,11 +141,35 @@ def _versions(scope: dict) -> dict[str, tuple[Any, int]]:
         add(f"kwargs[{key!r}]", value)
     for name, tensor in (scope.get("tensors") or {}).items():
         add(name, tensor)
-    model = scope.get("model")
-    if model is not None and hasattr(model, "named_parameters"):
-        for name, tensor in (*model.named_parameters(), *model.named_buffers()):
-            add(name, tensor)
-    return found
+    # The model's, as listed once (a parameter may come twice: said once, see _one).
+    return [*found.values(), *_model_reach(scope.get("model"))[1]]
+
+
+_REACH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _model_reach(model: Any) -> tuple[list, list]:
+    """(modules, (name, parameter or buffer)) of `model`, the first MODULES_LOOKED_AT and
+    PARAMETERS_LOOKED_AT, listed once per model: walking a large model at every step costs."""
+    if model is None or not hasattr(model, "named_parameters"):
+        return [], []
+    try:
+        return _REACH[model]
+    except (KeyError, TypeError):
+        pass
+    modules = list(itertools.islice(model.modules(), MODULES_LOOKED_AT))
+    tensors = list(itertools.islice(itertools.chain(model.named_parameters(), model.named_buffers()), PARAMETERS_LOOKED_AT))
+    with contextlib.suppress(TypeError):
+        _REACH[model] = (modules, [(name, t) for name, t in tensors if hasattr(t, "_version")])
+    return modules, tensors
+
+
+def _handles(torch: Any):
+    """torch's RemovableHandle: every hook registered (module, global, tensor) takes its next id."""
+    if torch is None:
+        return None
+    hooks = sys.modules.get("torch.utils.hooks")
+    return getattr(hooks, "RemovableHandle", None)
 
 
 # A module's hook dicts (torch/nn/modules/module.py), all keyed by the handle's id: a hook
@@ -159,20 +180,26 @@ _GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_
                  "_global_forward_hooks_with_kwargs", "_global_backward_pre_hooks", "_global_backward_hooks")
 
 
-def _hook_dicts(scope: dict, torch: Any) -> list[dict]:
-    """The module hook dicts a watch can reach: those of the firing's module and of every
-    module of the model, and the global module hooks. (The tensors' are looked at by name;
-    hooks on an autograd node cannot be listed: those are the user's.)"""
-    if torch is None:
-        return []
+def _remove_hooks_from(first_new: int, scope: dict, tensors: list) -> int:
+    """Take out every hook with a handle id from `first_new` on that a watch can reach: on
+    the firing's module and the model's modules, the global module hooks, the hooks of the
+    tensors it can name. (Hooks on an autograd node cannot be listed: those are the user's.)
+    Only when a hook was registered at all while the watch ran. The number taken out."""
     modules = {id(m): m for m in (scope.get("module"),) if m is not None}
-    model = scope.get("model")
-    if model is not None and hasattr(model, "modules"):
-        modules.update((id(m), m) for m in model.modules())
-    found = [d for m in modules.values() for d in (getattr(m, name, None) for name in _MODULE_HOOKS) if isinstance(d, dict)]
+    modules.update((id(m), m) for m in _model_reach(scope.get("model"))[0])
+    dicts = [getattr(m, name, None) for m in modules.values() for name in _MODULE_HOOKS]
     module_py = sys.modules.get("torch.nn.modules.module")
-    found += [d for d in (getattr(module_py, name, None) for name in _GLOBAL_HOOKS) if isinstance(d, dict)]
-    return found
+    dicts += [getattr(module_py, name, None) for name in _GLOBAL_HOOKS]
+    dicts += [getattr(tensor, "_backward_hooks", None) for _, tensor in tensors]
+    removed: set[int] = set()  # ids: the flags dicts (with_kwargs, always_called) hold their hook's id too
+    for hook_dict in dicts:
+        if not isinstance(hook_dict, dict):
+            continue
+        new = [key for key in hook_dict if isinstance(key, int) and key >= first_new]
+        for key in new:
+            del hook_dict[key]
+        removed.update(new)
+    return len(removed)
 
 
 def _text(expression: str, value: Any) -> str:
