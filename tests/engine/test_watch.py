@@ -98,11 +98,12 @@ def test_a_watch_never_changes_the_run():
 
 
 def test_a_watch_that_changes_a_tensor_in_place_is_said():
-    seen = watched_run(_model(), _x(), ["grad_output[0].mul_(1)", "x = 1", "1/0"])
+    seen = watched_run(_model(), _x(), ["grad_output[0].mul_(1)", "x = 1", "1/0", "exit(3)"])
     backward = next(w for e, w in seen if (e.hook, e.module) == ("backward", "0"))
     assert backward[0].kind == ERROR and backward[0].text.startswith("changed grad_output[0] in place")
     assert backward[1].kind == ERROR and backward[1].text.startswith("SyntaxError")
     assert backward[2].kind == ERROR and backward[2].text == "ZeroDivisionError: division by zero"
+    assert backward[3].kind == ERROR and backward[3].text == "SystemExit: 3"  # the app goes on
 
 
 def test_a_recorded_firing_has_only_its_records():

@@ -71,6 +71,8 @@ def _one(expression: str, scope: dict, live: Any, past: bool, torch: Any, tensor
         code, names = compiled(expression)
     except SyntaxError as exc:
         return WatchValue(expression, f"SyntaxError: {exc.msg} (a watch is an expression)", ERROR)
+    except ValueError as exc:  # a null character
+        return WatchValue(expression, _one_line(f"ValueError: {exc}"), ERROR)
     absent = [n for n in CONDITION_NAMES if n in names and scope.get(n) is None]
     if absent:
         return WatchValue(expression, _absent_text(absent, scope.get("event"), live, past), ABSENT)
@@ -82,7 +84,7 @@ def _one(expression: str, scope: dict, live: Any, past: bool, torch: Any, tensor
         with _looking_only(torch):
             value = eval(code, namespace)
             result = WatchValue(expression, _text(expression, value))
-    except Exception as exc:  # the user's expression: one line, the app goes on
+    except (Exception, SystemExit) as exc:  # the user's expression (exit() too): one line, the app goes on
         result = WatchValue(expression, _one_line(f"{type(exc).__name__}: {exc}"), ERROR)
     added = _remove_hooks_from(first_new, scope, tensors) if handles is not None and handles.next_id != first_new else 0
     changed = list(dict.fromkeys(name for (name, tensor), version in zip(tensors, versions) if tensor._version != version))
