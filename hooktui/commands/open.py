@@ -19,8 +19,8 @@ def run_open(options: OpenOptions) -> int:
 
 def restartable_app(loaded, breakpoints, legacy: bool, previous=None):
     """The app on a new run of `loaded`; `R` in it builds the next one the same way, with the
-    breakpoints (and their on/off), the break at backward and the legacy switch the previous
-    app had at its end (pdb's restart keeps its breakpoints)."""
+    breakpoints (and their on/off), the break at backward, the legacy switch and the watch
+    expressions the previous app had at its end (pdb's restart keeps its breakpoints)."""
     from ..ui.app import HooktuiApp
     from ..ui.sources import LiveSource
 
@@ -39,5 +39,8 @@ def restartable_app(loaded, breakpoints, legacy: bool, previous=None):
             session.gate.breakpoint_list.set_enabled(bp, False)
     if not legacy:
         session.gate.skip_hooks.add("legacy_backward")
-    return HooktuiApp(LiveSource(session), source_path=loaded.path,
-                      restart=lambda app: restartable_app(loaded, breakpoints, legacy, previous=app))
+    app = HooktuiApp(LiveSource(session), source_path=loaded.path,
+                     restart=lambda app: restartable_app(loaded, breakpoints, legacy, previous=app))
+    if previous is not None:
+        app.watches = list(previous.watches)  # as pdb's display expressions, the watches stay
+    return app

@@ -32,6 +32,7 @@ from .keys import BINDINGS, HELP, key_help
 from .messages import EventsReady, FiringChosen, StateChanged
 from .navigation import NavigationActions
 from .search_actions import SearchActions
+from .watching import WatchActions
 from .palette_commands import palette_commands
 from ..visible import visible
 from .paths import display_path
@@ -49,6 +50,7 @@ from .terminal_driver import drop_unreadable_size
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
+from .widgets.notice import NOTICES_IN_LINE, NoticeLine
 from .widgets.search_input import SearchBar
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
@@ -91,7 +93,7 @@ class _Composed(Generic[W]):
         return widget
 
 
-class HooktuiApp(SearchActions, NavigationActions, App):
+class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
     CSS_PATH = "app.tcss"
     TITLE = "hooktui"
     BINDINGS = BINDINGS
@@ -112,6 +114,7 @@ class HooktuiApp(SearchActions, NavigationActions, App):
     ) -> None:
         drop_unreadable_size()  # before Textual makes its Rich Console, which reads them
         super().__init__(**kwargs)
+        self.add_class(NOTICES_IN_LINE)  # until the panes go side by side (_layout_changed)
         # The app reaches the engine only through its Source (ui/sources.py): a live
         # session's (LiveSource) or a recorded trace's, given as records here for short.
         if (source is None) == (recorded is None):
@@ -153,6 +156,7 @@ class HooktuiApp(SearchActions, NavigationActions, App):
         self.console_history: list[str] = []
         self.console_names: dict = {}  # what console statements bound (x = ...), for the app's lifetime
         self.console_results: list = []
+        self.watches: list[str] = []  # watch expressions (W), evaluated at every firing shown; R keeps them
         # Legacy firings: shown when the session pauses at them (`hooktui --legacy`) or
         # a recorded trace has them; `L` toggles.
         self.legacy_shown = self.source.legacy_shown_at_start
@@ -173,8 +177,10 @@ class HooktuiApp(SearchActions, NavigationActions, App):
         lower.hidden = self.history.hidden
         lower.stops = self.stops
         lower.against = self.against.tensors if self.against is not None else None
+        lower.set_reactive(LowerPanes.watching, bool(self.watches))  # R kept them: the tab from the start
         yield lower
         yield Footer(compact=True)
+        yield NoticeLine(id="notice")
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
@@ -220,6 +226,10 @@ class HooktuiApp(SearchActions, NavigationActions, App):
     def _layout_changed(self, message: LowerPanes.LayoutChanged) -> None:
         self.query_one(Footer).compact = not message.wide
         self.query_one("#top").set_class(message.wide, "-wide")
+        self.set_class(not message.wide, NOTICES_IN_LINE)  # wide: the toasts have room
+        if message.wide:
+            for line in self.query(NoticeLine):
+                line.clear()  # its toast shows now
 
     # -- the source's messages ------------------------------------------------------------
     def on_events_ready(self, message: EventsReady) -> None:
@@ -375,6 +385,7 @@ class HooktuiApp(SearchActions, NavigationActions, App):
             self._render_tree(event)
         self.timeline.show(history.cursor)
         self.lower.show(event, streaming=streaming)
+        self._render_watches(streaming)
         self._render_status()
         self._sync_overview()
         self._refresh_bindings_if_changed()
@@ -645,6 +656,21 @@ class HooktuiApp(SearchActions, NavigationActions, App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         return palette_commands(self, screen, super().get_system_commands(screen))
+
+    # -- notices -----------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
+        instead of a toast over the panes (widgets/notice.py); a modal screen open shows it as a toast too."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        if self.has_class(NOTICES_IN_LINE) and self.is_running and self.screen_stack:
+            for line in self.screen_stack[0].query(NoticeLine):  # a modal's own toasts stay: its notices show there too
+                line.say(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def clear_notifications(self) -> None:
+        super().clear_notifications()
+        for line in self.query(NoticeLine):
+            line.clear()
 
     # -- the model's output ----------------------------------------------------------------
     def on_print(self, event: events.Print) -> None:

@@ -1,4 +1,4 @@
-"""The lower panes (tensors, explain, values, autograd, source) and their layout.
+"""The lower panes (tensors, explain, values, autograd, source; watch from the first `W`) and their layout.
 
 Narrow terminals get one set of tabs; wide ones (WIDE and up) show the tensors across the
 whole width, with the values beside tabs for explain, autograd and source below them. Switching
@@ -25,6 +25,7 @@ from .explain import ExplainPane
 from .source_view import LinesFor, SourceView, call_site
 from .tensors import TensorsPane
 from .values import ValuesPane
+from .watch import WatchPane
 
 PANES = ("tensors", "explain", "values", "autograd", "source")
 SIDE = ("explain", "autograd", "source")  # the tabs beside the values when wide
@@ -36,7 +37,8 @@ WIDE = (120, 32)
 # header, 4 tensors) keeps most steps from moving the split.
 LOWER_MIN, LOWER_SHARE, TOP_MIN = 8, 0.6, 7
 TABS = 2  # the tab bar and the rule under it
-TITLES = {"tensors": "Tensors", "explain": "Explain", "values": "Values", "autograd": "Autograd", "source": "Source"}
+TITLES = {"tensors": "Tensors", "explain": "Explain", "values": "Values", "autograd": "Autograd", "source": "Source", "watch": "Watch"}
+WATCH = "watch"  # the Watch pane: a last tab (beside the values when wide), once the user watches
 
 
 class LowerPanes(Widget):
@@ -53,6 +55,7 @@ class LowerPanes(Widget):
     """
 
     wide: reactive[bool] = reactive(False, recompose=True)
+    watching: reactive[bool] = reactive(False, recompose=True)  # the Watch tab is there
 
     def __init__(self, events: Sequence[Event] = (), info: TraceInfo | None = None, lines_for: LinesFor | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -69,6 +72,8 @@ class LowerPanes(Widget):
         self.side_active = "explain"  # the tab beside the values when wide
         self._pointed: tuple[int, int] | None = None  # the firing (Event.key) whose stop the panes last pointed at
         self._screen_size: Size | None = None  # the terminal's, as last fitted to
+        self._watch_values: list = []  # the watches' values at the firing shown (the app's), and its note
+        self._watch_note = ""
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -124,20 +129,24 @@ class LowerPanes(Widget):
             "autograd": AutogradPane(self.event, id="autograd"),
             "source": SourceView(self.event, self.lines_for, call_site(self.event, self.events), id="source"),
         }
+        tabs, side_tabs = PANES, SIDE
+        if self.watching:
+            panes[WATCH] = WatchPane(self._watch_values, self._watch_note, id=WATCH)
+            tabs, side_tabs = PANES + (WATCH,), SIDE + (WATCH,)
         if self.wide:
             panes["tensors"].border_title = "Tensors"
             panes["values"].border_title = "Values"
             yield panes["tensors"]
             with Horizontal(id="wide-bottom"):
                 yield panes["values"]
-                side = self.active if self.active in SIDE else self.side_active
+                side = self.active if self.active in side_tabs else self.side_active
                 with TabbedContent(id="side-tabs", initial=f"tab-{side}"):
-                    for name in SIDE:
+                    for name in side_tabs:
                         with TabPane(TITLES[name], id=f"tab-{name}"):
                             yield panes[name]
         else:
             with TabbedContent(id="tabs", initial=f"tab-{self.active}"):
-                for name in PANES:
+                for name in tabs:
                     with TabPane(TITLES[name], id=f"tab-{name}"):
                         yield panes[name]
 
@@ -189,6 +198,12 @@ class LowerPanes(Widget):
         stop = self.stops.get(self.event.key) if self.event is not None else None
         self._panes["explain"].show(self.event, self.events, self.info, self.hidden, stop)
 
+    def show_watches(self, values: list, note: str) -> None:
+        """The watches' values at the firing shown (the app evaluates them)."""
+        self._watch_values, self._watch_note = list(values), note
+        if self.is_mounted and WATCH in self._panes:
+            self._panes[WATCH].show(values, note)
+
     @property
     def values_pane(self) -> ValuesPane | None:
         return self._panes["values"] if self.is_mounted else None
@@ -197,7 +212,7 @@ class LowerPanes(Widget):
         name = (message.pane.id or "").removeprefix("tab-")
         if message.tabbed_content.id == "side-tabs":
             self.side_active = name
-        elif name in PANES:
+        elif name in PANES or name == WATCH:
             self.active = name
             self._fit_height()
 
@@ -224,14 +239,16 @@ class LowerPanes(Widget):
             if tabs.query(f"#tab-{name}"):
                 tabs.active = f"tab-{name}"
         self.active = name
-        if name in SIDE:
+        if name in SIDE or name == WATCH:
             self.side_active = name
         return pane
 
     def visible_panes(self) -> list[str]:
         """The panes on screen now (not hidden in an inactive tab)."""
         out = []
-        for name in PANES:
+        for name in (*PANES, WATCH):
+            if name not in self._panes:
+                continue
             pane = self.query_one(f"#{name}")
             tab = pane.parent
             if isinstance(tab, TabPane):

@@ -1,0 +1,65 @@
+"""Short notices on a narrow terminal: one line in place of the footer, for a few seconds.
+
+Textual's toasts sit in the bottom right corner, over the panes: at 80x24 the notices of
+`B`, `L`, `S` and `#` covered the Tensors pane's stats column for 5 s. While the lower panes
+are tabs (below 120x32: widgets/lower.py, WIDE) the app carries the class NOTICES_IN_LINE:
+its main screen's toasts are hidden (app.tcss) and each notice is said here instead
+(HooktuiApp.notify): the footer's row holds it (title, then the message, cut with "…" to
+the row) and the footer comes back after the notice's timeout. A newer notice replaces the
+one shown. Textual's own notification list is kept as it is (a notice still is one).
+Side by side, the toasts stay: they have room beside the data there.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.timer import Timer
+from textual.widgets import Footer, Static
+
+from ...visible import visible
+
+NOTICES_IN_LINE = "-notices-in-line"  # the app's class while notices take the footer's row
+DEFAULT_TIMEOUT = 5.0  # seconds, as Textual's toasts
+
+
+class NoticeLine(Static):
+    DEFAULT_CSS = """
+    NoticeLine {
+        dock: bottom; height: 1; display: none; padding: 0 1;
+        background: $primary-muted; color: $text;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    NoticeLine.-warning { background: $warning-muted; }
+    NoticeLine.-error { background: $error-muted; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", markup=False, **kwargs)
+        self._timer: Timer | None = None
+        self.text = ""  # the notice shown ("" when none): title and message, as plain text
+
+    def say(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
+            markup: bool = True) -> None:
+        body = Text.from_markup(message) if markup else Text(visible(message))
+        text = Text.assemble((visible(title) + ": ", "bold"), body) if title else body
+        text = Text(" ".join(text.plain.splitlines()), spans=text.spans) if "\n" in text.plain else text
+        self.text = text.plain
+        self.update(text)
+        self.set_class(severity == "warning", "-warning")
+        self.set_class(severity == "error", "-error")
+        self._footer(False)
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DEFAULT_TIMEOUT if timeout is None else timeout, self.clear)
+
+    def clear(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.text = ""
+        self._footer(True)
+
+    def _footer(self, shown: bool) -> None:
+        self.display = not shown
+        for footer in self.screen.query(Footer):
+            footer.display = shown

@@ -1,0 +1,107 @@
+"""Notices at narrow sizes (issue 32, item 7): at 80x24 the toasts of `B`, `L`, `S` and `#`
+covered the stats column for 5 s. While the panes are tabs a notice takes the footer's row
+for its time (widgets/notice.py); side by side (120x40) the toasts stay."""
+
+from __future__ import annotations
+
+from textual.widgets import Footer
+
+from hooktui.ui.widgets.lower import LowerPanes
+from hooktui.ui.widgets import notice
+from hooktui.ui.widgets.notice import NoticeLine
+from screen_text import screen_rows
+from ui_helpers import ROOT, paused_at, run, sample_app, wait_for
+
+
+def _toasts_over(app, widget) -> list:
+    """The toasts drawn on the main screen over `widget`."""
+    region = widget.region
+    return [t for t in app.screen_stack[0].query("Toast") if t.display and t.visible and t.region.overlaps(region)]
+
+
+async def _said(pilot, words: str) -> list[str]:
+    """Wait until the notice line says `words`; the screen's rows then."""
+    app = pilot.app
+    line = app.query_one(NoticeLine)
+    await wait_for(pilot, lambda: words in line.text, f"the notice {words!r}")
+    await pilot.pause()
+    return screen_rows(app)
+
+
+def test_at_80x24_B_L_S_and_hash_say_it_in_the_footer_row_not_over_the_panes(tmp_path):
+    app = sample_app("seed.py", legacy=False)
+    saved = tmp_path / "run.jsonl"
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            lower = app.query_one(LowerPanes)
+            stats_rows = screen_rows(app)[lower.region.y + 2:lower.region.bottom]  # below the tab bar (its underline slides)
+            cases = [
+                (["B"], "breakpoint: break when backward starts: on"),
+                (["L"], "legacy: legacy register_backward_hook firings shown"),
+                (["number_sign", *"9999", "enter"], "go to: #9999 has not fired yet"),
+            ]
+            for keys, words in cases:
+                await pilot.press(*keys)
+                rows = await _said(pilot, words)
+                assert rows[-1].strip().startswith(words[:70]), rows[-1]
+                assert not any(words[:30] in row for row in rows[:-1]), rows
+                assert not app.query_one(Footer).display
+                assert not _toasts_over(app, lower)
+                assert app._notifications  # still a notice for Textual (its list, the palette's log)
+            # The panes under the notices are as they were: nothing drawn over the stats.
+            assert screen_rows(app)[lower.region.y + 2:lower.region.bottom] == stats_rows
+            await pilot.press("S")
+            await pilot.pause()
+            app.screen.query_one("#save-input").value = str(saved)
+            await pilot.press("enter")
+            rows = await _said(pilot, "save: saved ")
+            assert rows[-1].strip().startswith("save: saved "), rows[-1]
+            assert saved.exists() and not _toasts_over(app, lower)
+
+    run(script())
+
+
+def test_the_footer_comes_back_after_the_notice_and_markup_is_never_read():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            app.notify("[bold]x[/] \x1b]0;t\x07", title="t", timeout=60, markup=False)
+            rows = await _said(pilot, "t: [bold]x[/] \\x1b]0;t\\x07")
+            assert "t: [bold]x[/] \\x1b]0;t\\x07" in rows[-1]
+            footer = app.query_one(Footer)
+            app.notify("a short one", timeout=0.2)  # replaces the one shown, and ends sooner
+            await wait_for(pilot, lambda: footer.display and not app.query_one(NoticeLine).display, "the footer back")
+
+    run(script())
+
+
+def test_at_120x40_notices_stay_toasts():
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            await pilot.press("B")
+            await wait_for(pilot, lambda: app.query("Toast"), "a toast")
+            await pilot.pause()
+            assert app.query_one(Footer).display and not app.query_one(NoticeLine).display
+            assert any("break when backward starts: on" in row for row in screen_rows(app)[:-1])
+
+    run(script())
+
+
+def test_snapshot_notice_at_80x24(snap_compare, monkeypatch):
+    """`B` at 80x24: the notice in the footer's row, the stats column clear."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(notice, "DEFAULT_TIMEOUT", 120.0)  # still there when the picture is taken
+
+    async def run_before(pilot):
+        await paused_at(pilot, 0)
+        await pilot.press("B")
+        await _said(pilot, "breakpoint: break when backward starts: on")
+
+    assert snap_compare(sample_app("seed.py"), terminal_size=(80, 24), run_before=run_before)
