@@ -48,6 +48,7 @@ from .sources import RecordedSource, Source
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
+from .widgets.keys_footer import KeysFooter
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
 
@@ -170,7 +171,7 @@ class HooktuiApp(NavigationActions, App):
         lower.stops = self.stops
         lower.against = self.against.tensors if self.against is not None else None
         yield lower
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
