@@ -9,6 +9,12 @@ Here, when the keys to show are the same ones (same key, action, text and toolti
 same order) and only which are enabled differs, each key's disabled state is set in place,
 as the recompose would have made it (FooterKey's `_disabled` and its `-disabled` class);
 anything else recomposes as Textual's does.
+
+This reaches past Textual's public API (FooterKey lives in `textual.widgets._footer`; its
+`_disabled`, and Footer's `_bindings_ready`, which `bindings_changed` sets as Footer's own
+does; checked on Textual 8.2.8). tests/ui/test_ui_footer_keys.py checks every key's state
+against the screen's bindings after each step, so a Textual release that changes them fails
+there rather than showing a wrong footer.
 """
 
 from __future__ import annotations
