@@ -25,7 +25,7 @@ DEVICE_PATH_TESTS := \
 	tests/loop/test_hooktui_failures.py tests/engine/test_dtensor.py tests/loop/test_sharded_setups.py
 DEVICE_PATH_SKIP := tests/engine/test_parity_patterns.py::test_compiled_models_fire_like_pytorch_on_every_backend
 
-.PHONY: install run test test-device-path trace bench clean
+.PHONY: install run test test-device-path trace bench bench-check clean
 
 install: $(STAMP)
 
@@ -56,6 +56,7 @@ test-device-path: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/decompose.py
+	$(BIN)/python benchmarks/firing_profile.py
 	$(BIN)/python benchmarks/peak.py
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/app_memory.py
@@ -63,6 +64,11 @@ bench: install
 	$(BIN)/python benchmarks/hunt.py
 	$(BIN)/python benchmarks/guard.py
 	$(BIN)/python benchmarks/gpu.py
+
+# The short cases, each ratio beside the last recorded one (benchmarks/recorded.json);
+# `--record` keeps the new ones. A benchmark: it flags, it never fails.
+bench-check: install
+	$(BIN)/python benchmarks/check.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .import_linter_cache snapshot_report.html

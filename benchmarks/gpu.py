@@ -236,6 +236,7 @@ def guard_section(device: str, quick: bool, options: StatsOptions) -> None:
 def app_section(device: str, options: StatsOptions) -> None:
     try:
         from hooktui.ui.app import HooktuiApp
+        from hooktui.ui.sources import LiveSource
     except ImportError as exc:
         print(f"skipped: the app needs textual ({exc}); docs/benchmarks.md says how to carry it to the GPU machine")
         return
@@ -243,7 +244,7 @@ def app_section(device: str, options: StatsOptions) -> None:
     model = ResNet18Layout().to(device)
     x = torch.randn(64, 3, 32, 32, device=device)
     session = Session(model, x, pause=True, label="ResNet-18 layout", options=options)
-    app = HooktuiApp(session=session, show_timings=False)
+    app = HooktuiApp(LiveSource(session), show_timings=False)
     timings: dict[str, list[float]] = {"n": [], "c": [], "w": []}
 
     async def until(pilot, condition, timeout: float) -> None:

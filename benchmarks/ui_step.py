@@ -13,6 +13,9 @@ pilot's own settling is not in it. The model's work between two firings is (a st
 cannot show a firing before the model has made it): it is printed beside, as the
 median time between the step and the firing's arrival in the app.
 
+`N` (back) is then timed the same way after `c` has run on to the next stop, and beside
+both, the floor: a bare Textual app at the same size whose key changes one line of text.
+
 Run with `.venv/bin/python benchmarks/ui_step.py` (`make bench` does).
 """
 
@@ -32,11 +35,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import torch  # noqa: E402
 
 from models import deep_linear  # noqa: E402
+from textual.app import App  # noqa: E402
+from textual.widgets import Footer, Static  # noqa: E402
 
 from hooktui.engine.analysis.breakpoints import Breakpoint  # noqa: E402
 from hooktui.engine.run.session import Session  # noqa: E402
 from hooktui.ui import app as app_module  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
+from hooktui.ui.sources import LiveSource  # noqa: E402
 
 MODULES = 1000  # 999 Linear layers and the Sequential holding them
 HISTORY = 5000  # firings in the history when the steps start
@@ -64,11 +70,17 @@ class TimedApp(HooktuiApp):
         self.render_times: list[float] = []
         self._step_started: float | None = None
         self._step_from = 0
+        self.back_times: list[float] = []
 
     def action_step(self) -> None:
         self._step_started = time.perf_counter()
         self._step_from = len(self.history)
         super().action_step()
+
+    def action_back(self) -> None:
+        started = time.perf_counter()
+        super().action_back()
+        self.call_after_refresh(lambda: self.back_times.append(time.perf_counter() - started))
 
     def _render_current(self) -> None:
         started = self._step_started
@@ -88,7 +100,7 @@ async def measure() -> tuple[list[float], list[float], int]:
     model, x = deep_linear(MODULES - 1)
     session = Session(model, x, pause=True, label="deep_linear")
     session.add_breakpoint(Breakpoint.on_module(stop_module(MODULES - 1, HISTORY), phase="backward", hook="backward_pre"))
-    app = TimedApp(session=session, show_timings=False)
+    app = TimedApp(LiveSource(session), show_timings=False)
     async with app.run_test(size=(120, 40), notifications=False) as pilot:
         await _until(pilot, lambda: app.source.state == "paused" and len(app.history) >= 1, 60)
         await pilot.press("c")
@@ -98,9 +110,46 @@ async def measure() -> tuple[list[float], list[float], int]:
         for i in range(STEPS):
             await pilot.press("n")
             await _until(pilot, lambda: len(app.step_times) > i, 30)
+        # `N` after `c`: back through the history, from the firing `c` stopped at.
+        await pilot.press("c")
+        await _until(pilot, lambda: app.source.state != "running" and len(app.history) > reached + STEPS, 300)
+        await pilot.pause()
+        for i in range(STEPS):
+            await pilot.press("N")
+            await _until(pilot, lambda: len(app.back_times) > i, 30)
         await pilot.press("q")
-    print("render (hooktui's own code) median ms", statistics.median(app.render_times) * 1e3)
-    return app.step_times, app.arrivals, reached
+    return app.step_times, app.arrivals, reached, app.back_times
+
+
+class BareApp(App):
+    """The floor: a Textual app whose key changes one line of text, at the same size."""
+
+    BINDINGS = [("n", "step", "Next")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+        self.count = 0
+
+    def compose(self):
+        yield Static("firing 0", id="line")
+        yield Footer()
+
+    def action_step(self) -> None:
+        started = time.perf_counter()
+        self.count += 1
+        self.query_one("#line", Static).update(f"firing {self.count}")
+        self.call_after_refresh(lambda: self.times.append(time.perf_counter() - started))
+
+
+async def measure_bare() -> list[float]:
+    app = BareApp()
+    async with app.run_test(size=(120, 40), notifications=False) as pilot:
+        await pilot.pause()
+        for i in range(STEPS):
+            await pilot.press("n")
+            await _until(pilot, lambda: len(app.times) > i, 30)
+    return app.times
 
 
 async def _until(pilot, condition, timeout: float) -> None:
@@ -119,12 +168,17 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     torch.set_num_threads(1)
     start = time.perf_counter()
-    steps, arrivals, reached = asyncio.run(measure())
+    bare = asyncio.run(measure_bare())
+    steps, arrivals, reached, backs = asyncio.run(measure())
     print(f"app step at a live pause, 120x40, {MODULES}-module model paused mid-backward with {reached} firings "
           f"(load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - start:.0f} s in all):")
-    print(f"  {len(steps)} steps: p50 {statistics.median(steps) * 1e3:.1f} ms, p95 {percentile(steps, 0.95) * 1e3:.1f} ms, "
-          f"max {max(steps) * 1e3:.1f} ms (key to refreshed screen, inside the app)")
-    print(f"  of which the model reaching its next firing and handing it over: median {statistics.median(arrivals) * 1e3:.1f} ms")
+    floor = statistics.median(bare)
+    for label, times in (("bare Textual app, a key that changes one line", bare), ("n at a live pause", steps),
+                         ("N after c (back through the history)", backs)):
+        print(f"  {label}: {len(times)} keys: p50 {statistics.median(times) * 1e3:.1f} ms, p95 "
+              f"{percentile(times, 0.95) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms "
+              f"({statistics.median(times) / floor:.2f}x bare; key to refreshed screen, inside the app)")
+    print(f"  of n, the model reaching its next firing and handing it over: median {statistics.median(arrivals) * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

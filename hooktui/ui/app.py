@@ -50,6 +50,7 @@ from .terminal_driver import drop_unreadable_size
 from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
+from .widgets.keys_footer import KeysFooter
 from .widgets.notice import NOTICES_IN_LINE, NoticeLine
 from .widgets.search_input import SearchBar
 from .widgets.status import StatusInfo, StatusLine
@@ -179,7 +180,7 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         lower.against = self.against.tensors if self.against is not None else None
         lower.set_reactive(LowerPanes.watching, bool(self.watches))  # R kept them: the tab from the start
         yield lower
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
         yield NoticeLine(id="notice")
 
     def on_mount(self) -> None:

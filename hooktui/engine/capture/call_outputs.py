@@ -94,21 +94,21 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
                 slots.append(OutputSlot(name, target, missing="this output does not require grad"))
                 continue
             fires = True
-            edge = get_gradient_edge(item)
-            key = (id(edge.node), edge.output_nr)
+            edge = _edge(item)
+            key = (id(edge[0]), edge[1])
             passthrough = inputs.get(key) if key not in seen_edges else None
             if passthrough is None and (key in seen_edges or _made_before(item, seq_start)):
                 item = _own_view(item)
                 items[i] = item
                 changed = True
-                edge = get_gradient_edge(item)
-                key = (id(edge.node), edge.output_nr)
+                edge = _edge(item)
+                key = (id(edge[0]), edge[1])
             seen_edges.add(key)
             slots.append(
                 OutputSlot(
                     name,
                     target,
-                    edge=(edge.node, edge.output_nr),
+                    edge=edge,
                     before_hooks=passthrough is not None or bool(item._backward_hooks),
                     inner_hooks=passthrough is None and bool(item._backward_hooks),
                     passthrough=passthrough,
@@ -128,6 +128,16 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
     if changed:
         output = (_rebuild(output, items) if is_tuple else items[0])
     return output, slots + extras, fires
+
+
+def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
+    """(node, output_nr) of a tensor that requires grad: get_gradient_edge without its
+    cost (a Python function building a NamedTuple) for a tensor made by an op."""
+    node = tensor.grad_fn
+    if node is not None:
+        return node, tensor.output_nr
+    edge = get_gradient_edge(tensor)
+    return edge.node, edge.output_nr
 
 
 def _weak(tensor: torch.Tensor):

@@ -56,7 +56,9 @@ class Containment:
         return getattr(self._passing, "exc", None) is exc
 
     def take_pending(self) -> list[str]:
-        notes, self._pending = self._pending, []
+        notes = self._pending
+        if notes:  # asked at every firing: no new list for the common answer
+            self._pending = []
         return notes
 
     def failed(self, where: str, exc: BaseException) -> None:

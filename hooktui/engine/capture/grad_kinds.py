@@ -67,6 +67,8 @@ class GradKinds:
         # id(DDP wrapper) -> whether one of its forwards seen in this step prepared its reducer
         # for the backward (`ddp_forward`); absent: none seen.
         self._prepared: dict[int, bool] = {}
+        # id(param) -> param, for the parameters with nothing to say (`notes`), decided once.
+        self._plain: dict[int, torch.Tensor] = {}
         for name, module in modules:
             names = {cls.__name__ for cls in type(module).__mro__}
             if "DistributedDataParallel" in names:
@@ -95,8 +97,14 @@ class GradKinds:
     def notes(self, param: torch.Tensor, owner: str) -> tuple[list[str], list[Piece]]:
         """What to say on the firing of `param` (held by the module shown as `owner`), and
         the named parts of a FlatParameter's gradient."""
+        if self.pipeline is None and self._plain.get(id(param)) is param:
+            return (), ()
         said, pieces = self._wrapper_notes(param, owner)
         if self.pipeline is None:
+            if not said and not pieces:
+                # Nothing to say now means nothing ever for this parameter: its wrapper, if any,
+                # was found when the run started, and whether it is flat or a DTensor holds.
+                self._plain[id(param)] = param
             return said, pieces
         backward = self._backwards[id(param)] = self._backwards.get(id(param), 0) + 1
         return [self.pipeline.param_grad_note(backward), *said], pieces

@@ -45,7 +45,6 @@ except for nodes a create_graph backward built and for calls made on other threa
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import sys
@@ -259,6 +258,8 @@ class Tracer:
         # Calls whose outputs need grad: their backward firings are watched in every
         # backward that reaches them.
         self._calls: list[_Call] = []
+        # The same calls by module name (a param_grad firing asks for its module's).
+        self._calls_of: dict[str, list[_Call]] = defaultdict(list)
         self._backwards: list[_Backward] = []
         # Which call each node belongs to (threads, create_graph backwards: placement.py).
         self._placement = Placement()
@@ -285,7 +286,7 @@ class Tracer:
         # torch.compiler.disable imports dynamo (2-5 s): only when something compiled
         # has imported it already (torch.compile does, as the model is built).
         compiled = "torch._dynamo" in sys.modules
-        hooks = [self.contain.hook(self._unwatched(h), f"its {kind} hook")
+        hooks = [self._module_hook(h, f"its {kind} hook")
                  for h, kind in ((self._pre_hook, "forward pre"), (self._post_hook, "forward"), (self._raised_hook, "forward"))]
         if compiled:
             hooks = [torch.compiler.disable(h) for h in hooks]
@@ -313,15 +314,24 @@ class Tracer:
         the tracer's existed. Returns what the pre-hook returns (new args and kwargs, or None)."""
         return self._root_pre(self.model, args, kwargs)
 
-    def _unwatched(self, hook: Callable) -> Callable:
-        """While hunting, the creation-line mode (hunt.py) watches the model's ops, not the
-        dozens hooktui runs per firing: torch function handling is off inside its hooks."""
+    def _module_hook(self, hook: Callable, where: str) -> Callable:
+        """`hook` contained (contain.py: hooktui's own exceptions never reach torch), and,
+        while hunting, unwatched: the creation-line mode (hunt.py) watches the model's ops,
+        not the dozens hooktui runs per firing, so torch function handling is off inside
+        its hooks. One wrapper for both: it runs three times per module call."""
+        contain = self.contain
 
-        def run(*args, **kwargs):
-            if not self.hunting:
-                return hook(*args, **kwargs)
-            with torch._C.DisableTorchFunction():
-                return hook(*args, **kwargs)
+        def run(*args):
+            try:
+                if not self.hunting:
+                    return hook(*args)
+                with torch._C.DisableTorchFunction():
+                    return hook(*args)
+            except Exception as exc:
+                if contain.passes(exc):
+                    raise
+                contain.failed(where, exc)
+                return None
 
         return run
 
@@ -337,6 +347,7 @@ class Tracer:
         self._node_hooks.remove()
         self._stacks.clear()
         self._calls.clear()
+        self._calls_of.clear()
         self._placement.clear()
         self._backwards.clear()
         # The tracer's helpers point back at it (a cycle only the collector frees): drop
@@ -403,7 +414,11 @@ class Tracer:
         for i, arg in enumerate(args):
             if isinstance(arg, torch.Tensor) and arg.requires_grad:
                 edge = _edge(arg)
-                first = next((j for j, e in call.input_edges.items() if e[0] is edge[0] and e[1] == edge[1]), None)
+                first = None
+                for j, e in call.input_edges.items():
+                    if e[0] is edge[0] and e[1] == edge[1]:
+                        first = j
+                        break
                 if first is not None:
                     # Node hooks cannot tell the uses of one tensor apart: its whole
                     # gradient through this call goes to the first occurrence.
@@ -450,8 +465,12 @@ class Tracer:
         if call.input_hook_counts:
             call.hooked_inputs = tuple(i for i, n in call.input_hook_counts.items() if _hook_count(args[i]) > n)
 
-        outputs = [("output", output)] if isinstance(output, torch.Tensor) else list(named_tensors(output, "output"))
-        first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
+        if isinstance(output, torch.Tensor):
+            outputs = [("output", output)]
+            first_node = output.grad_fn
+        else:
+            outputs = list(named_tensors(output, "output"))
+            first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
         describe = self.describe
@@ -470,6 +489,7 @@ class Tracer:
             call.seq_end = torch._C._autograd._get_sequence_nr()
             call.out_key = (self._placement.queue_seq(call, call.seq_end), next(self._tick))
             self._calls.append(call)
+            self._calls_of[call.name].append(call)
             self._placement.call_ended(call)
             self._legacy.watch(call, outputs)
         return None if returned is output else returned
@@ -556,26 +576,38 @@ class Tracer:
         for call in self._calls:
             if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
-        release = self._release
         contained = self.contain.hook
-
-        def starting(_grads, n) -> None:
-            nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
-            release(_seq(n))
-
-        def released(_grads, n) -> None:
-            release(_seq(n))
-
         origins = self._placement.origins
+        handles = self._node_hooks.handles
         for node in graph:
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
                 ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
-                self._node_hooks.handles.append(node.register_hook(contained(ran, "its autograd node hook")))
-            hook = functools.partial(released if keep_graph else starting, n=node)
-            self._node_hooks.handles.append(node.register_prehook(contained(hook, "its autograd node pre-hook")))
+                handles.append(node.register_hook(contained(ran, "its autograd node hook")))
+            handles.append(node.register_prehook(self._node_pre_hook(node, keep_graph)))
         if self.hunting:
             self._node_watch.watch(graph)
+
+    def _node_pre_hook(self, node, keep_graph: bool) -> Callable:
+        """The pre-hook every node of a backward's graph gets: the node is about to run, so
+        the armed firings created after it go first (`_release`); in a backward that frees
+        the graph, it may free its saved tensors from now on (nodes.py). Contained, as
+        contain.hook would, in one function (it runs once per node)."""
+        seq = _seq(node)  # a node's sequence number never changes
+        release, contain, started = self._release, self.contain, nodes.node_started
+        where = "its autograd node pre-hook"
+
+        def hook(_grads) -> None:
+            try:
+                if not keep_graph:
+                    started(node)
+                release(seq)
+            except Exception as exc:
+                if contain.passes(exc):
+                    raise
+                contain.failed(where, exc)
+
+        return hook
 
     def _watch_call(self, state: _Pass, consumers: dict, seen: set[int], skipped: tuple[int, ...] = ()) -> bool:
         """Watch the call's gradients in this backward; False when none of its outputs is
@@ -901,8 +933,8 @@ class Tracer:
         if not self._backwards:
             return None
         seen = self._backwards[-1].seen
-        return [(call.index, call.forward_index) for call in self._calls
-                if call.name == module_name and any(id(node) in seen for _, node, _ in call.output_edges)]
+        return [(call.index, call.forward_index) for call in self._calls_of.get(module_name, ())
+                if any(slot.edge is not None and id(slot.edge[0]) in seen for slot in call.slots)]
 
     def call_count(self, module_name: str) -> int:
         return self._counts.get(module_name, 0)
@@ -968,20 +1000,16 @@ class Tracer:
 
     def fire_call(self, call: _Call, hook: str, tensors: list[TensorRecord], live: dict, node, notes: list[str] | None = None,
                   scope: dict | None = None) -> int:
-        """Emit one firing of `call`; returns its index (firing.py numbers it by its kind)."""
-        return self.fire_event(
-            hook=hook,
-            module=call.module,
-            call=call.index,
-            tensors=tensors,
-            live=live,
-            node=node,
-            source=call.source,
-            forward_index=None if hook in ("forward_pre", "forward") else call.forward_index,
-            notes=notes,
-            call_state=call,
-            scope=scope,
-        )
+        """Emit one firing of `call`; returns its index (firing.py numbers it by its kind).
+        fire_event's path, with the call's name and type as the pre-hook found them: this
+        runs for most firings."""
+        forward_index = None if hook == "forward_pre" or hook == "forward" else call.forward_index
+        with self._firing:
+            index, sub = self._numbers.take(hook)
+            event = self._event(index, sub, hook, call.name, call.type, call.index, tensors, node, call.source,
+                                forward_index, notes, None)
+            self.contain.emit(self.emit, event, LiveFiring(event, call.module, live, node, call, scope))
+            return index
 
     def fire_event(self, *, live: dict, scope: dict | None = None, call_state=None, module: nn.Module | None, **fields) -> int:
         """The one path of every firing: numbered (firing.py), given the notes pending, and
@@ -1002,9 +1030,17 @@ class Tracer:
             name, type_name = facts
         else:
             name, type_name = self._module_facts.get(id(module)) or ("", type(module).__name__)
+        return self._event(index, sub, hook, name, type_name, call, tensors, node, source, forward_index, notes, user_hook)
+
+    def _event(self, index: int, sub: int, hook: str, name: str, type_name: str, call: int, tensors: list[TensorRecord],
+               node, source, forward_index: int | None, notes: list[str] | None, user_hook: UserHookCall | None) -> Event:
         failed = self.contain.take_pending()  # hooktui failures before the first firing
         if failed:
             notes = [*(notes or ()), *failed]
+        if node is None:
+            grad_fn = record = None
+        else:
+            grad_fn, record = nodes.node_name(node), nodes.describe_node(node)
         return Event(
             index=index,
             phase=self.phase,
@@ -1012,10 +1048,10 @@ class Tracer:
             module=name,
             module_type=type_name,
             call=call,
-            grad_fn=None if node is None else nodes.node_name(node),
+            grad_fn=grad_fn,
             tensors=tensors,
             source=source,
-            node=None if node is None else nodes.describe_node(node),
+            node=record,
             forward_index=forward_index,
             notes=notes or NO_NOTES,
             sub=sub,

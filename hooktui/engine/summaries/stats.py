@@ -45,6 +45,7 @@ from ..records.records import LazyTensorRecord, TensorRecord
 from . import functorch_values, layouts, lazy_stats, sharded
 
 HIST_BINS = lazy_stats.HIST_BINS
+_is_functorch_wrapped = None if functorch_values._F is None else functorch_values._F.is_functorch_wrapped_tensor
 
 
 # Set (to anything but 0): CPU tensors take the device path (DeviceSnapshot, batched, one
@@ -122,14 +123,15 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
     """A record for `tensor` whose stats and values are those it has now, computed on first read."""
     if options is None:
         options = StatsOptions()
-    if functorch_values.is_wrapped(tensor):
+    # Each check below is inlined for a plain tensor: this runs for every tensor of every firing.
+    if _is_functorch_wrapped is not None and _is_functorch_wrapped(tensor):
         # It dies with the transform: the value under it is recorded (functorch_values.py).
         tensor, why = functorch_values.unwrapped(tensor)
         note = extra.get("note")
         extra = {**extra, "note": joined(note, why)}
     grad_fn = tensor.grad_fn
     requires_grad = tensor.requires_grad
-    if sharded.is_dtensor(tensor):
+    if type(tensor) is not torch.Tensor and sharded.is_dtensor(tensor):
         # This rank's part only, said as such: reading the whole is a collective (sharded.py).
         part = sharded.local(tensor)
         why = sharded.describe_placement(tensor, part)
@@ -137,7 +139,7 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         extra = {**extra, "note": joined(note, why)}
         tensor = part
     # A nested tensor has no shape for _kind to read; a sparse one no strides (layouts.py).
-    kind = None if tensor.is_nested else _kind(tensor)
+    kind = None if tensor.is_nested else _KINDS.get((tensor.shape, tensor.dtype, tensor.device, tensor.layout)) or _kind(tensor)
     if kind is None or not kind.strided and layouts.is_laid_out(tensor):
         # Summarised through the dense tensor of its stored values.
         shape, tensor, layout = layouts.stored_values(tensor, options.max_values)
@@ -152,7 +154,7 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
             record.note = f"{tensor.layout} tensor: no stats"
             return record
         shape, layout = kind.shape, None
-        recent = _recent()
+        recent = getattr(_local, "recent", None) or _recent()
         summary = recent.get(tensor, options)
         if summary is None:
             # detach(): nothing below is recorded by autograd, without a no_grad context's cost.

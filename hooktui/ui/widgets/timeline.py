@@ -216,9 +216,16 @@ class Timeline(ScrollView, can_focus=True):
         """Highlight firing `position` and scroll it into view."""
         if position == self._shown and not force:
             return
-        self._shown = position
-        self.refresh()
+        previous, self._shown = self._shown, position
         row = self.row_of(position)
+        before = None if force or previous < 0 else self.row_of(previous)
+        if row is None or before is None:
+            self.refresh()
+        else:
+            # Only the two rows whose highlight changed (a whole repaint of the view was
+            # most of `N`'s time); a scroll below repaints the rest.
+            self.refresh_lines(before + 1)
+            self.refresh_lines(row + 1)
         if row is None:
             if self._rows is not None and self._rows:
                 row = min(bisect_left(self._rows, position), len(self._rows) - 1)

@@ -1,0 +1,35 @@
+"""`benchmarks/check.py` (make bench-check) runs and prints one parsable line a case.
+No time is asserted: only that the command works and says what it measured."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASE = re.compile(r"^(?P<case>\S+)\s+(?P<ratio>\d+\.\d\d)x\s+last\s+(?P<last>-|\d+\.\d\dx)")
+
+
+def test_bench_check_prints_a_ratio_for_each_case():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "check.py"), "--smoke"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("machine: ")
+    cases = {m["case"]: float(m["ratio"]) for m in map(CASE.match, lines) if m}
+    assert set(cases) == {"mlp/record_vs_plain", "mlp/record_vs_bare", "mlp/plain_vs_bare"}
+    assert all(ratio > 0 for ratio in cases.values())
+    # One repeat (--smoke): the three ratios come from the same three runs, so hooktui against
+    # plain hooks is their two ratios to the bare step divided.
+    assert abs(cases["mlp/record_vs_plain"] - cases["mlp/record_vs_bare"] / cases["mlp/plain_vs_bare"]) < 0.02 * cases["mlp/record_vs_plain"] + 0.01
+    assert "case(s) worse by more than" in lines[-1]
+
+
+def test_recorded_ratios_say_where_they_were_measured():
+    import json
+
+    recorded = json.loads((ROOT / "benchmarks" / "recorded.json").read_text())
+    assert {"date", "commit", "machine", "ratios"} <= set(recorded)
+    assert "mlp/record_vs_plain" in recorded["ratios"]
