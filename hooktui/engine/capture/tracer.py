@@ -45,7 +45,6 @@ except for nodes a create_graph backward built and for calls made on other threa
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import sys
@@ -547,24 +546,18 @@ class Tracer:
         for call in self._calls:
             if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
-        release = self._release
         contained = self.contain.hook
-
-        def starting(_grads, n) -> None:
-            nodes.node_started(n)  # it may free its saved tensors from now on (nodes.py)
-            release(_seq(n))
-
-        def released(_grads, n) -> None:
-            release(_seq(n))
-
+        # One bound method for every node (equal for every backward: a retained graph run
+        # again keeps one), on the one hook each node already has (node_hooks.py).
+        on_run = self._node_released if keep_graph else self._node_starting
+        node_hooks = self._node_hooks
         origins = self._placement.origins
         for node in graph:
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
                 ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
-                self._node_hooks.handles.append(node.register_hook(contained(ran, "its autograd node hook")))
-            hook = functools.partial(released if keep_graph else starting, n=node)
-            self._node_hooks.handles.append(node.register_prehook(contained(hook, "its autograd node pre-hook")))
+                node_hooks.handles.append(node.register_hook(contained(ran, "its autograd node hook")))
+            node_hooks.on_run(node, on_run)
         if self.hunting:
             self._node_watch.watch(graph)
 
@@ -626,6 +619,13 @@ class Tracer:
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
         return True
+
+    def _node_starting(self, node) -> None:
+        nodes.node_started(node)  # it may free its saved tensors from now on (nodes.py)
+        self._release(_seq(node))
+
+    def _node_released(self, node) -> None:
+        self._release(_seq(node))
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created
