@@ -88,10 +88,20 @@ class Terminal:
             time.sleep(0.05)
 
     def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        """The RSS of the app's process tree: `hooktui open` supervises the app from a parent
+        process (hooktui/supervise.py), whose own few MB stay the same."""
+        total, pids = 0.0, [self.process.pid]
+        while pids:
+            pid = pids.pop()
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) / 1024
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    pids += [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                continue
+        return total
 
 
 def main() -> None:
@@ -115,7 +125,8 @@ def main() -> None:
             ran = time.monotonic() - start
             time.sleep(2.0)  # the last redraws
             after = app.rss_mb()
-            firings = 99384 if blocks == 9938 else None
+            # 12 firings a block (legacy ones included, as the app records them), 5 of the root.
+            firings = 12 * blocks + 5
             found = re.findall(rb"(\d[\d,]*) forward \+ (\d[\d,]*) backward", bytes(app.output))
             if found:
                 firings = sum(int(n.replace(b",", b"")) for n in found[-1])
