@@ -9,7 +9,8 @@ and `--save` write them (every summary computed: what `trace` holds once it prin
 how long a full garbage collection takes with the trace alive, and where the held bytes
 are: the records' own objects (each counted once, by what holds them), the glibc heap's
 free bytes that malloc_trim could not hand back, and the rest. Then the same run streamed as `hooktui trace --json`
-runs without --save: each firing written, then let go. Run in its own process:
+runs without --save: each firing written, then let go; its working state at its largest
+(RSS at the backward's first firing, less a bare forward's) per firing. Run in its own process:
 `make bench` does.
 """
 
@@ -199,15 +200,34 @@ def main() -> None:
     del trace
     trim()
     # `hooktui trace --json` without --save: each firing written as it comes, then let go.
+    # What it holds is the run's working state, at its largest when the backward starts
+    # (the autograd graph and hooktui's hooks on it): RSS then, less what a bare forward
+    # holds at the same point (the model's own activations and graph).
+    base = rss_mb()
+    out = model(x)
+    bare_forward = rss_mb() - base
+    del out
+    trim()
     base = rss_mb()
     start = time.perf_counter()
     written = []
-    Session(model, x, pause=False, legacy=True, keep_events=False).run(on_event=lambda e: written.append(len(event_json(e))))
+    at_backward: list[float] = []
+
+    def on_event(event) -> None:
+        if not at_backward and event.phase == "backward":
+            at_backward.append(rss_mb())
+        written.append(len(event_json(event)))
+
+    Session(model, x, pause=False, legacy=True, keep_events=False).run(on_event=on_event)
     seconds = time.perf_counter() - start
+    n = len(written)
+    working = (at_backward[0] - base - bare_forward) if at_backward else float("nan")
     trim()
     grown = rss_mb() - base
-    print(f"streamed as hooktui trace --json does (firings let go once written): {len(written)} firings in {seconds:.1f} s, "
-          f"RSS {grown:+.0f} MB after the run ({grown * 1024 * 1024 / len(written) / 1024:.2f} KB/firing)")
+    print(f"streamed as hooktui trace --json does (firings let go once written): {n} firings in {seconds:.1f} s; "
+          f"at the backward's first firing RSS {at_backward[0] - base if at_backward else float('nan'):+.0f} MB, "
+          f"a bare forward's {bare_forward:+.0f} MB: hooktui's working state {working:.0f} MB ({working * 1024 / n:.2f} KB/firing); "
+          f"RSS {grown:+.0f} MB after the run ({grown * 1024 * 1024 / n / 1024:.2f} KB/firing)")
 
 
 if __name__ == "__main__":

@@ -48,3 +48,25 @@ def test_strings_repeated_on_every_call_are_one_object_each():
     for t in grads:
         by_target.setdefault(t.target, set()).add(id(t.target))
     assert by_target and all(len(ids) == 1 for ids in by_target.values())
+
+
+def test_legacy_firings_that_say_the_same_share_their_list_of_notes():
+    import copy
+    import pickle
+
+    trace = _trace()
+    legacy = [e for e in trace.events if e.hook == "legacy_backward" and e.module_type == "Linear"]
+    same = [e for e in legacy if e.notes == legacy[0].notes]
+    assert len(same) >= 2
+    assert all(e.notes is same[0].notes for e in same)
+    # Shared, so it cannot be filled in place (a reader that adds a note builds a new list),
+    # and a copy or a pickled trace still holds the same notes.
+    try:
+        same[0].notes.append("more")
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a shared list of notes was filled in place")
+    assert copy.deepcopy(same[0]).notes == same[0].notes
+    assert pickle.loads(pickle.dumps(same[0].to_dict()))["notes"] == list(same[0].notes)
+    assert copy.deepcopy(same[0].notes) == list(same[0].notes)

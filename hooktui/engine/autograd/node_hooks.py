@@ -3,6 +3,13 @@
 `NodeHooks` puts at most one PyTorch hook on each (node, pre|post) and dispatches to any
 number of watchers in a fixed order; `GradWatch` gathers the gradients of one module
 call that arrive at several nodes.
+
+These live as long as the autograd graph (a node keeps its hooks until it is freed), so
+on a model of many small modules they are most of what a run holds besides its records
+(`hooktui trace` without `--save` holds nothing else per firing). Each is kept small: one
+slotted `_NodeHook` per (node, side), its watcher lists made only when a watcher comes,
+hooktui's containment applied where it dispatches (not a closure per watcher), and a
+`GradWatch` reached through one small `_Arrival` per node it watches.
 """
 
 from __future__ import annotations
@@ -13,12 +20,17 @@ from typing import Any
 
 import torch
 
+# Shared by every GradWatch: each holds it for a few list operations, never while calling out.
+_WATCH_LOCK = threading.Lock()
+
 
 class GradWatch:
     """Gathers gradients that arrive at several autograd nodes during one backward and
     calls `done(grads, nodes)` once every watched node that will run has run (the same
     rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
     nodes, which in-place ops cannot move)."""
+
+    __slots__ = ("grads", "_done", "_hooks", "_expected", "_seen", "_finished", "_by_node", "__weakref__")
 
     def __init__(self, n_slots: int, done: Callable[[list, list], None], hooks: NodeHooks) -> None:
         self.grads: list[torch.Tensor | None] = [None] * n_slots
@@ -27,19 +39,19 @@ class GradWatch:
         self._expected: int | None = None
         self._seen = 0
         self._finished = False
-        self._lock = threading.Lock()
         # (node, watching grad_inputs?) -> [(slot, position)]
         self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
 
     def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False, output_side: bool = False) -> None:
         """Slot `slot` gets `grad_outputs[position]` of `node` (its pre-hook), or
         `grad_inputs[position]` (its post-hook) when `grad_inputs` is true. `output_side`:
-        this watch gathers some call's grad_output (see _NodeHooks for the order)."""
+        this watch gathers some call's grad_output (see NodeHooks for the order)."""
         key = (node, grad_inputs)
-        if key not in self._by_node:
-            self._by_node[key] = []
-            self._hooks.add(node, grad_inputs, lambda grads, *_outputs, k=key: self._arrive(k, grads), output_side=output_side)
-        self._by_node[key].append((slot, position))
+        entries = self._by_node.get(key)
+        if entries is None:
+            entries = self._by_node[key] = []
+            self._hooks.add(node, grad_inputs, _Arrival(self, key), output_side=output_side)
+        entries.append((slot, position))
 
     def preset(self, slot: int, grad) -> None:
         """Slot `slot` starts from `grad`, known before the backward runs (a root's seed)."""
@@ -52,12 +64,13 @@ class GradWatch:
     def close(self) -> None:
         """Its backward has ended: a watched node that did not run there (a retained graph
         run again later) must not complete this watch in a later backward."""
-        with self._lock:
+        with _WATCH_LOCK:
             self._finished = True
             self.grads = []
+            self._done = None
 
     def _arrive(self, key, grads) -> None:
-        with self._lock:
+        with _WATCH_LOCK:
             entries = self._by_node.get(key)
             if not entries or self._finished:
                 return  # a later backward over the same nodes has watches of its own
@@ -74,14 +87,66 @@ class GradWatch:
                 self.grads[slot] = grad
             self._seen += 1
             finished = self._finished = self._seen == self._expected
-            grads = self.grads
+            grads, done = self.grads, self._done
             if finished:
                 # The hooks holding this watch live as long as the graph: let the
-                # gradients go with the firing, as the engine lets them go (a backward
-                # would otherwise keep every module's gradients to its end).
+                # gradients and the firing's callback go with the firing, as the engine
+                # lets the gradients go (a backward would otherwise keep every module's
+                # gradients, and each call's state, to its end).
                 self.grads = []
+                self._done = None
         if finished:
-            self._done(grads, self.nodes)
+            done(grads, self.nodes)
+
+
+class _Arrival:
+    """What a node hook calls for one GradWatch watching one (node, side)."""
+
+    __slots__ = ("watch", "key")
+
+    def __init__(self, watch: GradWatch, key: tuple[Any, bool]) -> None:
+        self.watch, self.key = watch, key
+
+    def __call__(self, grads, *_outputs) -> None:
+        self.watch._arrive(self.key, grads)
+
+
+class _NodeHook:
+    """The one PyTorch hook hooktui puts on one side of one node. Pre-hook watchers get
+    (grad_outputs,); post-hook watchers (grad_inputs, grad_outputs). `first` / `last`
+    (lists, made when needed) are called in that order; then `on_run(node)` (a pre-hook:
+    the node is about to run), one callable shared by every node of a backward."""
+
+    __slots__ = ("node", "first", "last", "on_run", "contain")
+
+    def __init__(self, node, contain) -> None:
+        self.node = node
+        self.first: list[Callable] | None = None
+        self.last: list[Callable] | None = None
+        self.on_run: Callable | tuple | None = None
+        self.contain = contain
+
+    def __call__(self, *grads) -> None:
+        first, last, on_run = self.first, self.last, self.on_run
+        for callbacks in (first, last):
+            if callbacks:
+                for callback in list(callbacks):
+                    self._run("its autograd node hook", callback, *grads)
+        if on_run is not None:
+            for callback in on_run if type(on_run) is tuple else (on_run,):
+                self._run("its autograd node pre-hook", callback, self.node)
+
+    def _run(self, where: str, callback: Callable, *args) -> None:
+        contain = self.contain
+        if contain is None:
+            callback(*args)
+            return
+        try:
+            callback(*args)
+        except Exception as exc:  # as Containment.hook: hooktui's own failure, noted, never raised into torch
+            if contain.passes(exc):
+                raise
+            contain.failed(where, exc)
 
 
 class NodeHooks:
@@ -92,42 +157,50 @@ class NodeHooks:
     consumes those calls' outputs from outside): a call's backward comes before the
     backward_pre of the call that produced its input. A wrapper registers after its
     child (a Sequential's input feeds its first child, its output is its last child's
-    output): grad_input watchers run oldest first, grad_output watchers newest first."""
+    output): grad_input watchers run oldest first, grad_output watchers newest first.
+    A pre-hook's `on_run` callbacks (the tracer's "this node is about to run") come after
+    every watcher of that node."""
 
     def __init__(self, contain=None) -> None:
-        self._watchers: dict[tuple[Any, bool], tuple[list[Callable], list[Callable]]] = {}
+        self._hooks: dict[tuple[Any, bool], _NodeHook] = {}
         self.handles: list = []
         # The tracer's Containment (contain.py): a watcher that fails never reaches autograd.
         self._contain = contain
 
     def has(self, node, post: bool) -> bool:
-        return (node, post) in self._watchers
+        return (node, post) in self._hooks
+
+    def _hook(self, node, post: bool) -> _NodeHook:
+        key = (node, post)
+        hook = self._hooks.get(key)
+        if hook is None:
+            hook = self._hooks[key] = _NodeHook(node, self._contain)
+            self.handles.append(node.register_hook(hook) if post else node.register_prehook(hook))
+        return hook
 
     def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
-        key = (node, post)
-        if self._contain is not None:
-            callback = self._contain.hook(callback, "its autograd node hook")
-        if key not in self._watchers:
-            watchers: tuple[list[Callable], list[Callable]] = ([], [])
-            self._watchers[key] = watchers
-            if post:
-                self.handles.append(node.register_hook(lambda grad_inputs, grad_outputs, w=watchers: _dispatch(w, grad_inputs, grad_outputs)))
-            else:
-                self.handles.append(node.register_prehook(lambda grad_outputs, w=watchers: _dispatch(w, grad_outputs)))
-        inputs_side, outputs_side = self._watchers[key]
+        hook = self._hook(node, post)
         if output_side or not post:
-            outputs_side.insert(0, callback)
+            if hook.last is None:
+                hook.last = []
+            hook.last.insert(0, callback)
         else:
-            inputs_side.append(callback)
+            if hook.first is None:
+                hook.first = []
+            hook.first.append(callback)
+
+    def on_run(self, node, callback: Callable) -> None:
+        """`callback(node)` when `node` is about to run (its pre-hook), after its watchers.
+        The same callback given twice for one node runs once."""
+        hook = self._hook(node, False)
+        current = hook.on_run
+        if current is None:
+            hook.on_run = callback
+        elif current != callback and (type(current) is not tuple or callback not in current):
+            hook.on_run = (*(current if type(current) is tuple else (current,)), callback)
 
     def remove(self) -> None:
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-        self._watchers.clear()
-
-
-def _dispatch(watchers: tuple[list[Callable], list[Callable]], *grads) -> None:
-    """Pre-hook watchers get (grad_outputs,); post-hook watchers (grad_inputs, grad_outputs)."""
-    for callback in list(watchers[0]) + list(watchers[1]):
-        callback(*grads)
+        self._hooks.clear()

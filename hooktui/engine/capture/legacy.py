@@ -18,6 +18,7 @@ import torch
 
 from ..autograd.node_inputs import label_next_functions
 from ..autograd.nodes import name_of
+from ..records.records import frozen_notes
 from .host import LegacyHost
 from .naming import indexed
 
@@ -35,11 +36,12 @@ class LegacyHooks:
         if not self.record:  # counted only: its number is taken, nothing is built
             self.tracer.node_hooks.add(node, True, lambda gi, go: self.tracer.next_index("legacy_backward"))
             return
-        labels = label_next_functions(node, self.tracer.param_names, _input_edge_names(call))
-        input_shapes = [list(meta.shape) for _, meta in sorted(call.inputs.items())]
-        self.tracer.node_hooks.add(node, True, lambda gi, go: self._fire(call, node, labels, input_shapes, gi, go))
+        labels = tuple(label_next_functions(node, self.tracer.param_names, _input_edge_names(call)))
+        # The inputs' torch.Size objects themselves (the call keeps them): no copy per call.
+        input_shapes = tuple(meta.shape for _, meta in sorted(call.inputs.items()))
+        self.tracer.node_hooks.add(node, True, _LegacyFiring(self, call, node, labels, input_shapes))
 
-    def _fire(self, call, node, labels: list[str], input_shapes: list[list[int]], grad_inputs, grad_outputs) -> None:
+    def _fire(self, call, node, labels: tuple[str, ...], input_shapes: tuple, grad_inputs, grad_outputs) -> None:
         tracer = self.tracer
         tensors, live = [], {}
         for k, grad in enumerate(grad_inputs):
@@ -54,7 +56,7 @@ class LegacyHooks:
             live[name] = grad
         shapes = [None if g is None else list(g.shape) for g in grad_inputs]
         node_name = name_of(node)
-        if shapes == input_shapes:
+        if shapes == [list(shape) for shape in input_shapes]:
             verdict = f"legacy grad_input matches the module's inputs here: its last op ({node_name}) takes exactly the module's inputs"
         else:
             verdict = (
@@ -62,9 +64,36 @@ class LegacyHooks:
                 f"grad_input holds that op's input gradients {_shapes(shapes)}, not the gradients w.r.t. the module's "
                 f"inputs {_shapes(input_shapes)}; parameter gradients are only there if that op uses a parameter"
             )
-        # Interned: the same few verdicts repeat on every call of a module (one string each,
-        # not one per firing: ~0.4 KB per legacy firing held otherwise).
-        tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=[sys.intern(verdict)])
+        # Shared: the same few verdicts repeat on every call of a module (one string and one
+        # list of notes each, not one per firing: ~0.4 KB per legacy firing held otherwise).
+        tracer.fire_call(call, "legacy_backward", tensors, live, node=node, notes=_verdict_notes(verdict))
+
+
+class _LegacyFiring:
+    """The legacy hook of one call, on its output's node (a slotted callable: it lives as
+    long as the autograd graph, a closure would cost several times its size)."""
+
+    __slots__ = ("hooks", "call", "node", "labels", "input_shapes")
+
+    def __init__(self, hooks: LegacyHooks, call, node, labels: tuple[str, ...], input_shapes: tuple) -> None:
+        self.hooks, self.call, self.node, self.labels, self.input_shapes = hooks, call, node, labels, input_shapes
+
+    def __call__(self, grad_inputs, grad_outputs) -> None:
+        self.hooks._fire(self.call, self.node, self.labels, self.input_shapes, grad_inputs, grad_outputs)
+
+
+_VERDICTS: dict[str, list[str]] = {}
+
+
+def _verdict_notes(verdict: str) -> list[str]:
+    """One shared, unfillable list of notes per verdict (as NO_NOTES is: a reader that adds a
+    note builds a new list)."""
+    notes = _VERDICTS.get(verdict)
+    if notes is None:
+        if len(_VERDICTS) >= 4096:
+            _VERDICTS.clear()
+        notes = _VERDICTS[verdict] = frozen_notes([sys.intern(verdict)])
+    return notes
 
 
 def _shapes(shapes: list[list[int] | None]) -> str:

@@ -577,37 +577,19 @@ class Tracer:
             if not self._watch_call(_Pass(call, note), consumers, seen, inner.get(id(call), ())):
                 current.unreached.append(call)
         contained = self.contain.hook
+        # One bound method for every node (equal for every backward: a retained graph run
+        # again keeps one), on the one hook each node already has (node_hooks.py).
+        on_run = self._node_released if keep_graph else self._node_starting
+        node_hooks = self._node_hooks
         origins = self._placement.origins
-        handles = self._node_hooks.handles
         for node in graph:
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
                 ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
-                handles.append(node.register_hook(contained(ran, "its autograd node hook")))
-            handles.append(node.register_prehook(self._node_pre_hook(node, keep_graph)))
+                node_hooks.handles.append(node.register_hook(contained(ran, "its autograd node hook")))
+            node_hooks.on_run(node, on_run)
         if self.hunting:
             self._node_watch.watch(graph)
-
-    def _node_pre_hook(self, node, keep_graph: bool) -> Callable:
-        """The pre-hook every node of a backward's graph gets: the node is about to run, so
-        the armed firings created after it go first (`_release`); in a backward that frees
-        the graph, it may free its saved tensors from now on (nodes.py). Contained, as
-        contain.hook would, in one function (it runs once per node)."""
-        seq = _seq(node)  # a node's sequence number never changes
-        release, contain, started = self._release, self.contain, nodes.node_started
-        where = "its autograd node pre-hook"
-
-        def hook(_grads) -> None:
-            try:
-                if not keep_graph:
-                    started(node)
-                release(seq)
-            except Exception as exc:
-                if contain.passes(exc):
-                    raise
-                contain.failed(where, exc)
-
-        return hook
 
     def _watch_call(self, state: _Pass, consumers: dict, seen: set[int], skipped: tuple[int, ...] = ()) -> bool:
         """Watch the call's gradients in this backward; False when none of its outputs is
@@ -667,6 +649,13 @@ class Tracer:
                     inputs.watch(consumer, i, position, grad_inputs=True)
         state.inputs_watched = bool(inputs.nodes)
         return True
+
+    def _node_starting(self, node) -> None:
+        nodes.node_started(node)  # it may free its saved tensors from now on (nodes.py)
+        self._release(_seq(node))
+
+    def _node_released(self, node) -> None:
+        self._release(_seq(node))
 
     def _release(self, seq: int | None) -> None:
         """A node with sequence number `seq` is about to run: every armed wrapper created

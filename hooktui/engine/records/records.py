@@ -246,10 +246,14 @@ class ErrorRecord:
 
 
 class _FrozenList(list):
-    """An empty list that cannot be filled: the notes of every firing that has none."""
+    """A list of notes that cannot be filled, shared by records: the empty one of every
+    firing that has none (NO_NOTES), and those of firings that all say the same."""
 
     def _refuse(self, *_args, **_kwargs):
-        raise TypeError("NO_NOTES is shared by every record without notes: build a new list")
+        raise TypeError("these notes are shared by several records: build a new list")
+
+    def __reduce__(self):  # copy, deepcopy and pickle build it whole, never by appending
+        return (_FrozenList, (list(self),))
 
     append = extend = insert = remove = pop = clear = sort = reverse = __setitem__ = __delitem__ = _refuse
     __iadd__ = __imul__ = _refuse
@@ -257,6 +261,12 @@ class _FrozenList(list):
 
 # Shared by every Event without notes (most of them), instead of an empty list each.
 NO_NOTES: list[str] = _FrozenList()
+
+
+def frozen_notes(notes: list[str]) -> list[str]:
+    """A list of notes that cannot be filled, to share between records that say the same
+    (as NO_NOTES is shared by those that say nothing)."""
+    return _FrozenList(notes)
 
 
 @dataclass(slots=True)
