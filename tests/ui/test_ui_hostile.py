@@ -14,7 +14,7 @@ from hooktui.engine.records.trace_file import read_trace_file
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.screens.error import ErrorScreen
 
-from ui_helpers import run
+from ui_helpers import run, wait_for
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
@@ -87,7 +87,8 @@ def test_source_pane_never_opens_what_a_record_names(tmp_path, monkeypatch):
             await pilot.press("o")
             for position in range(len(events)):
                 app.goto(position, follow=False)
-                await pilot.pause()
+                # The source pane fills in frames later (later still on a loaded machine).
+                await wait_for(pilot, lambda position=position: f"recorded line {position}" in screen_text(app), "the source pane")
                 screens.append(screen_text(app))
 
     run(script())
