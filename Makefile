@@ -14,9 +14,10 @@ STAMP := $(VENV)/.installed
 # a DeviceSnapshot, batched, one host copy per pause): the tests that read statistics
 # (parity, the app's keys and panes), the hunt, guard (also on two ranks), debug and diff,
 # run a second time.
-# The torch.compile parity test is left out: compiling is its time (~40 s), not the path.
+# The torch.compile parity test is left out: compiling is its time (~40 s), not the path;
+# so is tests/engine/test_device_path.py, whose tests each set the switch themselves.
 DEVICE_PATH_TESTS := \
-	tests/engine/test_device_path.py tests/engine/test_parity_patterns.py tests/engine/test_parity_models.py \
+	tests/engine/test_parity_patterns.py tests/engine/test_parity_models.py \
 	tests/engine/test_parity_seed.py tests/engine/test_samples.py tests/engine/test_stats.py \
 	tests/engine/test_born.py tests/engine/test_breakpoints.py tests/engine/test_flow.py tests/engine/test_compare.py \
 	tests/ui/test_ui_every_key.py tests/ui/test_ui_app.py tests/ui/test_ui_hunt.py tests/ui/test_values_grid.py \
@@ -45,13 +46,19 @@ trace: install
 
 # The import contracts first (pyproject.toml's [tool.importlinter]; README: How the engine
 # is laid out): a second, not minutes of tests, to hear of an import that goes the wrong way.
+# Both passes on every core (pytest-xdist; `PYTEST_WORKERS=0 make test`: one process). A test
+# file stays on one worker (--dist loadfile): its module fixtures and the subprocesses a CLI
+# test module starts at import (tests/cli/cli_run.py) are paid for once.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 test: install
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
 	$(MAKE) --no-print-directory test-device-path
 
 test-device-path: install
-	HOOKTUI_DEVICE_PATH=1 $(BIN)/python -m pytest $(DEVICE_PATH_TESTS) --deselect $(DEVICE_PATH_SKIP)
+	HOOKTUI_DEVICE_PATH=1 $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(DEVICE_PATH_TESTS) --deselect $(DEVICE_PATH_SKIP)
 
 bench: install
 	$(BIN)/python benchmarks/run.py

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -44,9 +43,7 @@ def test_no_gpu_uses_the_cpu_index_with_a_short_timeout(tmp_path):
 
 
 def test_an_unreachable_cpu_index_falls_back_to_the_default_index(tmp_path):
-    start = time.monotonic()
-    calls = run(tmp_path)
-    assert time.monotonic() - start < 10
+    calls = run(tmp_path)  # the fake pip fails at once: no retries, no wait (run's timeout: a safety net)
     assert len(calls) == 2 and CPU_INDEX in calls[0]
     assert calls[1] == "install --quiet torch==2.13.0"
 

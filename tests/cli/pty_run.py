@@ -114,8 +114,21 @@ class PtyApp:
             self.process.kill()
             raise AssertionError(f"hooktui did not exit within {timeout} s") from None
         elapsed = time.monotonic() - start
-        self._reader.join(1.0)
+        self._read_to_the_end()
         return elapsed
+
+    def _read_to_the_end(self) -> None:
+        """Once the process is gone, the test's own copy of the terminal's far end is the last
+        one open: its mode is kept for terminal_cooked and it is closed, so the reader gets
+        all the process wrote and then EIO, and stops (a state, not a wait of so long)."""
+        if self.slave is not None:
+            try:
+                self.final_attrs = termios.tcgetattr(self.slave)
+            except termios.error:  # the test closed the terminal itself (a dropped connection)
+                self.final_attrs = None
+            os.close(self.slave)
+            self.slave = None
+        self._reader.join(60)  # a safety net: only a process left holding the terminal comes near it
 
     def end(self, how: Callable[[], object], within: float, settle: float = 0.3) -> Ended:
         """Let the screen settle `settle` s, then end the app with `how()` (a key, a signal)
@@ -128,7 +141,7 @@ class PtyApp:
 
     def terminal_cooked(self) -> bool:
         """The terminal is back in the mode it had before the app (echo, line editing)."""
-        attrs = termios.tcgetattr(self.slave)
+        attrs = termios.tcgetattr(self.slave) if self.slave is not None else self.final_attrs
         lflag = attrs[3]
         return bool(lflag & termios.ICANON) and bool(lflag & termios.ECHO)
 
@@ -149,6 +162,8 @@ class PtyApp:
         except (ProcessLookupError, PermissionError):
             pass
         for fd in (self.master, self.slave):
+            if fd is None:
+                continue
             try:
                 os.close(fd)
             except OSError:

@@ -64,24 +64,24 @@ class Served:
         """The server's child processes (the apps it started), zombies left out."""
         return [p.pid for p in processes() if p.parent == self.process.pid and p.state != "Z"]
 
-    def wait_apps(self, count: int, timeout: float = 30) -> None:
+    def wait_apps(self, count: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while len(self.apps()) != count:
             assert time.monotonic() < deadline, f"{len(self.apps())} app processes, not {count}"
             time.sleep(0.05)
 
     def stop(self) -> int:
-        """SIGTERM; the whole process group is killed if it does not end in 20 s."""
+        """SIGTERM; the whole process group is killed if it does not end in 60 s (a safety net)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
-            code = self.process.wait(timeout=20)
+            code = self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
             raise AssertionError("the server did not stop on SIGTERM") from None
         finally:
-            self._reader.join(timeout=5)
+            self._reader.join(timeout=30)
         return code
 
 

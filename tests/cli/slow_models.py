@@ -1,6 +1,7 @@
-"""Models that misbehave in time, for the quitting tests: a 30 s forward (sleeping, so the
-GIL is free) and an endless loop (holding the GIL but for the interpreter's switches).
-Each prints as it enters forward, which the app notices on screen."""
+"""Models that misbehave in time, for the quitting tests: a 30 s forward (10 minutes with
+HOOKTUI_TEST_SLOW=sleep; sleeping, so the GIL is free; it says so if it ever ends) and an
+endless loop (holding the GIL but for the interpreter's switches). Each prints as it enters
+forward, which the app notices on screen."""
 
 import os
 import time
@@ -20,7 +21,8 @@ class Slow(nn.Module):
         if os.environ.get("HOOKTUI_TEST_SLOW") == "loop":
             while True:
                 pass
-        time.sleep(30)
+        time.sleep(600 if os.environ.get("HOOKTUI_TEST_SLOW") == "sleep" else 30)
+        print("leaving the slow forward")
         return self.fc(x)
 
 

@@ -61,7 +61,7 @@ def step_and_quit(app: PtyApp) -> None:
         assert time.monotonic() < deadline, "n did not move to firing #1"
         time.sleep(0.05)
     app.press("q")
-    app.wait_exit(15)
+    app.wait_exit(60)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 32), (160, 48), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
@@ -146,7 +146,7 @@ def test_a_signal_ends_a_debug_app_whose_event_loop_is_busy(tmp_path, signum):
     with PtyApp(script, python=True, size=(120, 40), env=ENV) as app:
         app.wait_for(rb"busy now", 60)
         time.sleep(0.5)
-        ended = app.end(lambda: app.process.send_signal(signum), within=15)
+        ended = app.end(lambda: app.process.send_signal(signum), within=60)
     # The documented exit: the terminal back, the step stopped, then the signal reaches the
     # program with its default action (the script has no handler of its own).
     assert app.process.returncode == -signum

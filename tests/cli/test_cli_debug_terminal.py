@@ -45,12 +45,12 @@ def test_a_plain_script_continues_after_the_app_then_q_raises_quit(tmp_path):
     try:
         app.wait_for(rb"paused", 60)
         app.press("c")
-        app.wait_for(rb"step done", 30)
+        app.wait_for(rb"step done", 60)
         app.press("q")  # the step ended: debug returns, the script goes on
-        app.wait_for(rb"between[\s\S]*paused", 30)
+        app.wait_for(rb"between[\s\S]*paused", 60)
         before = len(app.text())
         app.press("q")  # the second step not ended: hooktui.Quit
-        app.wait_exit(10)
+        app.wait_exit(60)
         text = app.text()
         cooked = app.terminal_cooked()
     finally:

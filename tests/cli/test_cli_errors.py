@@ -202,7 +202,7 @@ def test_view_fails_before_any_ui(results):
 def test_no_terminal_exits_2_at_once_pointing_to_trace(tmp_path):
     """`setsid hooktui seed.py </dev/null >log` used to write escape codes into the log and
     never end (issue 25.2). stdin is /dev/null and stdout a pipe here."""
-    result = hooktui(SAMPLES / "seed.py", timeout=60)
+    result = hooktui(SAMPLES / "seed.py")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"hooktui: the debugger needs a terminal (standard input and output are not one here): "
@@ -210,7 +210,7 @@ def test_no_terminal_exits_2_at_once_pointing_to_trace(tmp_path):
     assert "\x1b" not in result.stdout + result.stderr
     saved = tmp_path / "t.jsonl"
     assert hooktui("trace", SAMPLES / "seed.py", "--save", saved).returncode == 0
-    result = hooktui("view", saved, timeout=60)
+    result = hooktui("view", saved)
     assert result.returncode == 2 and "needs a terminal" in result.stderr and "\x1b" not in result.stdout
 
 

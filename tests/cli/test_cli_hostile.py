@@ -47,11 +47,16 @@ def test_view_of_a_hostile_trace_sends_no_escape_sequence_to_the_terminal(tmp_pa
         for key in "xvaotnnn":
             app.press(key)
             time.sleep(0.2)
-        app.wait_for(rb"the model raised", 10)  # the error firing's window
+        app.wait_for(rb"the model raised", 60)  # the error firing's window
+        mark = len(app.text())
         app.press("\x1b")
-        time.sleep(0.3)  # escape then q at once would read as alt+q
+        time.sleep(0.3)  # escape then q at once would read as alt+q:
+        deadline = time.monotonic() + 60
+        while len(app.text()) == mark:  # the app read it and drew the window's closing
+            assert time.monotonic() < deadline and app.process.poll() is None, "escape was not read"
+            time.sleep(0.05)
         app.press("q")
-        app.wait_exit(10)
+        app.wait_exit(60)
         assert app.process.returncode == 0
     finally:
         app.close()

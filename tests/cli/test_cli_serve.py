@@ -166,7 +166,7 @@ def test_serve_runs_at_most_max_sessions_apps(served):
             async with session.ws_connect(f"{served.base}/ws?token={served.token}", headers=origin) as first:
                 served.wait_apps(1)
                 async with session.ws_connect(f"{served.base}/ws?token={served.token}", headers=origin) as second:
-                    message = await read_until(second, b"reload this page", timeout=20)
+                    message = await read_until(second, b"reload this page", timeout=60)
                     assert len(served.apps()) == 1  # the second tab got the message, and no process
                 await first.send_str('["stdin", "q"]')
         return message

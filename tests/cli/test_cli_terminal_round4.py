@@ -70,7 +70,7 @@ def test_a_model_closing_its_stdout_and_stderr_leaves_the_app_drawing_and_the_te
         app.wait_for(rb"paused", 60)
         app.press("c")
         app.wait_for(rb"run finished", 60)  # drawn after the model closed 1 and 2
-        ended = app.end(lambda: app.press("q"), within=20)
+        ended = app.end(lambda: app.press("q"), within=60)
     assert app.process.returncode == 0, ended.after[-300:]
     _check_restored(ended)
 
@@ -83,7 +83,7 @@ def test_a_model_reading_stdin_or_calling_breakpoint_does_not_take_the_apps_keys
         app.press("c")
         app.wait_for(rb"skipped", 60)  # breakpoint(): said where, and the model went on
         app.wait_for(rb"EOFError", 60)  # input(): said, and the model's error shown
-        ended = app.end(lambda: app.press("q"), within=20)
+        ended = app.end(lambda: app.press("q"), within=60)
     assert app.process.returncode == 0, ended.after[-300:]
     _check_restored(ended)
 
@@ -114,7 +114,7 @@ def test_sigstop_then_sigcont_then_q_leaves_the_terminal_cooked():
         _wait_group(app.process.pid, stopped=True)
         os.killpg(app.process.pid, signal.SIGCONT)
         _wait_group(app.process.pid, stopped=False)
-        ended = app.end(lambda: app.press("q"), within=20)
+        ended = app.end(lambda: app.press("q"), within=60)
     assert app.process.returncode == 0, ended.after[-300:]
     _check_restored(ended)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import time
 import tracemalloc
 
 import pytest
 
 import hostile
+from finishing import finishes
 from hooktui.engine.records import records
 from hooktui.engine.records.trace_file import SCHEMA, TraceFileError, read_trace_file, write_header
 
@@ -118,11 +118,9 @@ LINES = [
 @pytest.mark.parametrize("line, message", LINES)
 def test_hostile_lines_are_refused(tmp_path, line, message):
     path = write(tmp_path, line)
-    start = time.perf_counter()
     with pytest.raises(TraceFileError, match=message) as caught:
-        read_trace_file(path)
+        finishes(read_trace_file, path)  # refused, not parsed for ever
     assert str(caught.value).startswith(f"{path}:2: ")
-    assert time.perf_counter() - start < 2.0
 
 
 def test_a_huge_claim_allocates_nothing(tmp_path):
@@ -146,14 +144,12 @@ def test_a_50_mb_string_is_refused_quickly_and_small(tmp_path):
         out.write("x" * (50 << 20))
         out.write('", "shape": [1]}]}\n')
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(TraceFileError, match=r":2: line longer than 8 MiB"):
-            read_trace_file(path)
+            finishes(read_trace_file, path)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 5.0
     assert peak < 40 << 20, f"peak {peak >> 20} MiB"
 
 

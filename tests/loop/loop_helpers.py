@@ -17,7 +17,7 @@ import hooktui.loop.where
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_models"
-TIMEOUT = 20.0
+TIMEOUT = 60.0  # a safety net: waits end as soon as their condition holds
 
 
 class Net(nn.Module):

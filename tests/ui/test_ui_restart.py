@@ -31,7 +31,7 @@ def test_R_runs_the_model_again_with_the_breakpoints_kept():
             await wait_for(pilot, lambda: not first.is_running, "the app's end")
 
     run(first_run())
-    assert first.restart_requested and first.source.join(10)
+    assert first.restart_requested and first.source.join(60)
     second = first.restart(first)
     assert second is not first and second.history is not first.history
 

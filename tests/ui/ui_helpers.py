@@ -17,7 +17,7 @@ from hooktui.ui.sources import LiveSource
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_models"
-TIMEOUT = 20.0
+TIMEOUT = 60.0  # a safety net: waits end as soon as their condition holds
 
 
 def recorded(name: str, **kwargs):
