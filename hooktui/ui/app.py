@@ -29,7 +29,7 @@ from .against import Against
 from .ending import EndedBySignal, Ending, give_back_terminal
 from .history import History
 from .keys import BINDINGS, HELP, key_help
-from .messages import EventsReady, FiringChosen, StateChanged
+from .messages import EventsReady, FiringChosen, NoticeMade, StateChanged
 from .navigation import NavigationActions
 from .search_actions import SearchActions
 from .watching import WatchActions
@@ -664,9 +664,14 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
         instead of a toast over the panes (widgets/notice.py); a modal screen open shows it as a toast too."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        # Thread-safe as App.notify is (the model's thread notifies too): said on the app's.
+        self.post_message(NoticeMade(message, title, severity, timeout, markup))
+
+    def on_notice_made(self, notice: NoticeMade) -> None:
         if self.has_class(NOTICES_IN_LINE) and self.is_running and self.screen_stack:
             for line in self.screen_stack[0].query(NoticeLine):  # a modal's own toasts stay: its notices show there too
-                line.say(message, title=title, severity=severity, timeout=timeout, markup=markup)
+                line.say(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout,
+                         markup=notice.markup)
 
     def clear_notifications(self) -> None:
         super().clear_notifications()

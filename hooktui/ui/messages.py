@@ -33,3 +33,12 @@ class TensorChosen(Message):
     def __init__(self, position: int) -> None:
         super().__init__()
         self.position = position
+
+
+class NoticeMade(Message):
+    """A notice to say in the footer's row (widgets/notice.py): posted, since `App.notify` is
+    called from the model's thread too (model_stdin.py), and the line's timers are the app's."""
+
+    def __init__(self, message: str, title: str, severity: str, timeout: float | None, markup: bool) -> None:
+        super().__init__()
+        self.message, self.title, self.severity, self.timeout, self.markup = message, title, severity, timeout, markup

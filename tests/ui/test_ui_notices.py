@@ -73,10 +73,36 @@ def test_the_footer_comes_back_after_the_notice_and_markup_is_never_read():
             rows = await _said(pilot, "t: [bold]x[/] \\x1b]0;t\\x07")
             assert "t: [bold]x[/] \\x1b]0;t\\x07" in rows[-1]
             footer = app.query_one(Footer)
-            app.notify("a short one", timeout=0.2)  # replaces the one shown, and ends sooner
+            app.notify("a short one", timeout=0.2)  # the one shown gives way sooner, then this one
             await wait_for(pilot, lambda: footer.display and not app.query_one(NoticeLine).display, "the footer back")
 
     run(script())
+
+
+def test_notices_made_together_are_each_said_in_turn(monkeypatch):
+    """A debug step's end says "step done" and "run finished" at once: the second must not
+    wipe the first before anyone could read it (each is said, in order, then the footer)."""
+    monkeypatch.setattr(notice, "QUEUED_WAIT", 0.3)
+    app = sample_app("seed.py")
+    said: list[str] = []
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            line = app.query_one(NoticeLine)
+            for k in range(3):
+                app.notify(f"notice {k}", title="t", timeout=1.0, markup=False)
+
+            def seen() -> bool:
+                if line.text and (not said or said[-1] != line.text):
+                    said.append(line.text)
+                return app.query_one(Footer).display and not line.display
+
+            await wait_for(pilot, lambda: bool(line.text), "the first notice")
+            await wait_for(pilot, seen, "every notice, then the footer")
+
+    run(script())
+    assert said == ["t: notice 0", "t: notice 1", "t: notice 2"], said
 
 
 def test_at_120x40_notices_stay_toasts():

@@ -5,12 +5,18 @@ Textual's toasts sit in the bottom right corner, over the panes: at 80x24 the no
 are tabs (below 120x32: widgets/lower.py, WIDE) the app carries the class NOTICES_IN_LINE:
 its main screen's toasts are hidden (app.tcss) and each notice is said here instead
 (HooktuiApp.notify): the footer's row holds it (title, then the message, cut with "…" to
-the row) and the footer comes back after the notice's timeout. A newer notice replaces the
-one shown. Textual's own notification list is kept as it is (a notice still is one).
+the row) and the footer comes back after the notice's timeout. Notices made together (a
+step's end says "step done" and "run finished" at once) are said one after the other: a newer
+one waits, the one shown keeps at most QUEUED_WAIT seconds more, and each waiting one gets
+that long while others wait behind it (the last, its own time). Textual's own notification list is kept as it is (a notice still is one).
 Side by side, the toasts stay: they have room beside the data there.
 """
 
 from __future__ import annotations
+
+import time
+from collections import deque
+from typing import NamedTuple
 
 from rich.text import Text
 from textual.timer import Timer
@@ -20,6 +26,16 @@ from ...visible import visible
 
 NOTICES_IN_LINE = "-notices-in-line"  # the app's class while notices take the footer's row
 DEFAULT_TIMEOUT = 5.0  # seconds, as Textual's toasts
+QUEUED_WAIT = 2.0  # seconds a notice keeps the row while a newer one waits
+WAITING_MAX = 8  # notices kept waiting (the oldest waiting one goes first)
+
+
+class _Notice(NamedTuple):
+    message: str
+    title: str
+    severity: str
+    timeout: float
+    markup: bool
 
 
 class NoticeLine(Static):
@@ -36,23 +52,50 @@ class NoticeLine(Static):
     def __init__(self, **kwargs) -> None:
         super().__init__("", markup=False, **kwargs)
         self._timer: Timer | None = None
+        self._ends_at = 0.0  # time.monotonic() when the notice shown gives the row up
+        self._waiting: deque[_Notice] = deque()
         self.text = ""  # the notice shown ("" when none): title and message, as plain text
 
     def say(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
             markup: bool = True) -> None:
-        body = Text.from_markup(message) if markup else Text(visible(message))
+        notice = _Notice(message, title, severity, DEFAULT_TIMEOUT if timeout is None else timeout, markup)
+        if not self.text:
+            self._show(notice)
+            return
+        if len(self._waiting) == WAITING_MAX:
+            self._waiting.popleft()
+        self._waiting.append(notice)
+        left = self._ends_at - time.monotonic()
+        if left > QUEUED_WAIT:
+            self._restart_timer(QUEUED_WAIT)
+
+    def _show(self, notice: _Notice) -> None:
+        message, title = notice.message, notice.title
+        body = Text.from_markup(message) if notice.markup else Text(visible(message))
         text = Text.assemble((visible(title) + ": ", "bold"), body) if title else body
         text = Text(" ".join(text.plain.splitlines()), spans=text.spans) if "\n" in text.plain else text
         self.text = text.plain
         self.update(text)
-        self.set_class(severity == "warning", "-warning")
-        self.set_class(severity == "error", "-error")
+        self.set_class(notice.severity == "warning", "-warning")
+        self.set_class(notice.severity == "error", "-error")
         self._footer(False)
+        self._restart_timer(min(notice.timeout, QUEUED_WAIT) if self._waiting else notice.timeout)
+
+    def _restart_timer(self, seconds: float) -> None:
         if self._timer is not None:
             self._timer.stop()
-        self._timer = self.set_timer(DEFAULT_TIMEOUT if timeout is None else timeout, self.clear)
+        self._ends_at = time.monotonic() + seconds
+        self._timer = self.set_timer(seconds, self._next)
+
+    def _next(self) -> None:
+        if self._waiting:
+            self._show(self._waiting.popleft())
+        else:
+            self.clear()
 
     def clear(self) -> None:
+        """No notice, none waiting: the footer back."""
+        self._waiting.clear()
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
