@@ -73,6 +73,7 @@ from .contain import Containment, failure_text
 from .final_grads import fire_final_grads
 from .legacy import LegacyHooks
 from .model_walk import ModelWalk
+from .module_hooks import ForwardHooks
 from .naming import call_tensors, indexed, named_tensors
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
@@ -246,7 +247,7 @@ class Tracer:
         # Firing index -> (name, grad_fn) of its tensors, for the creation notes decided later.
         self.note_sources: dict[int, list] = {}
         self._node_watch = hunt.NodeWatch(self)
-        self._handles: list = []
+        self._forward_hooks = ForwardHooks()
         self._exit = ExitStack()
         self._node_hooks = NodeHooks(self.contain)
         # (thread, id(module)) -> its calls under way: a module's pre- and post-hooks run on
@@ -296,13 +297,11 @@ class Tracer:
         for _, module in self._walk.modules:
             if scripted.is_scripted(module):
                 continue  # PyTorch refuses hooks there (scripted.py)
-            self._handles.append(module.register_forward_pre_hook(pre_hook, with_kwargs=True))
             # PyTorch tells an always_call hook nothing about whether forward raised (and
             # sys.exc_info() is also set for a call made inside an `except` block), so the
             # ordinary hook marks the calls that returned; the always_call one, which runs
             # right after it, or alone when forward raised, takes the others.
-            self._handles.append(module.register_forward_hook(post_hook, with_kwargs=True))
-            self._handles.append(module.register_forward_hook(raised_hook, with_kwargs=True, always_call=True))
+            self._forward_hooks.add(module, pre_hook, post_hook, raised_hook)
         if self._param_grads is not None:
             self._param_grads.install(self.model, self._walk.params)
         self._exit.enter_context(backward_calls.noticed_by(self))
@@ -337,11 +336,7 @@ class Tracer:
 
     def remove(self) -> None:
         self._exit.close()
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-        for module in self._modules.values():
-            release_empty_hook_dicts(module)
+        self._forward_hooks.remove()
         if self._param_grads is not None:
             self._param_grads.remove()
         self._node_hooks.remove()
@@ -1046,19 +1041,6 @@ class Tracer:
             sub=sub,
             user_hook=user_hook,
         )
-
-
-_MODULE_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
-
-
-def release_empty_hook_dicts(module: nn.Module) -> None:
-    """A dict keeps its grown table when its last entry is removed; clear() frees it
-    (~200 bytes a dict, five per module: 0.2 KB per firing of a deep MLP)."""
-    for attr in _MODULE_HOOK_DICTS:
-        hooks = module.__dict__.get(attr)
-        if hooks is not None and not hooks:
-            hooks.clear()
 
 
 def _edge(tensor: torch.Tensor) -> tuple[Any, int]:
