@@ -43,7 +43,7 @@ PARTS: list[tuple[str, list[tuple[object, str]]]] = [
     ("naming (tensors of a call)", [(tracer, "call_tensors"), (tracer, "named_tensors")]),
     ("source line of a call", [(tracer, "caller_location")]),
     ("summaries (stats.describe)", [(stats, "describe")]),
-    ("node records (describe_node)", [(nodes, "describe_node")]),
+    ("node records (describe_node)", [(nodes, "describe_node"), (nodes, "described")]),
     ("record building (Event, numbering)", [(tracer.Tracer, "fire_event"), (tracer.Tracer, "make_event"),
                                             (tracer.Tracer, "fire_call"), (tracer.Tracer, "describe")]),
     ("notes", [(tracer.Tracer, "_notes")]),

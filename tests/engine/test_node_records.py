@@ -117,15 +117,17 @@ CASES = {
 def test_node_records_equal_an_eager_reading_at_every_firing(name, monkeypatch):
     torch.manual_seed(0)
     model, inputs, loss_fn = CASES[name]()
-    lazy = nodes.describe_node
+    lazy = nodes.described  # what the tracer calls at every firing with a node
     pairs = []
 
     def checked(node, *args, **kwargs):
-        got = lazy(node, *args, **kwargs)
-        pairs.append((got, eager_record(node)))
-        return got
+        name, got = lazy(node, *args, **kwargs)
+        want = eager_record(node)
+        pairs.append((got, want))
+        assert name == (None if want is None else want.name)
+        return name, got
 
-    monkeypatch.setattr(nodes, "describe_node", checked)
+    monkeypatch.setattr(nodes, "described", checked)
     trace = hooktui.record(model, inputs, loss_fn, legacy=True)
     assert not trace.failed, trace.error and trace.error.traceback
     assert len(pairs) >= sum(e.node is not None for e in trace.events) > len(trace.events) // 3

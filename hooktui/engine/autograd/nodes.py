@@ -214,9 +214,15 @@ def node_started(node) -> None:
 def describe_node(node, depth: int = 3) -> NodeRecord | None:
     """A record of `node` with its next_functions `depth` levels deep, as reading every
     node now would give; built when first read."""
+    return described(node, depth)[1]
+
+
+def described(node, depth: int = 3) -> tuple[str | None, NodeRecord | None]:
+    """(node_name(node), describe_node(node, depth)): what a firing records of its node,
+    looking through the wrappers once."""
     node = real_node(node)
     if node is None:
-        return None
+        return None, None
     state = _state
     if state.volatile:
         _reread(state)
@@ -229,7 +235,7 @@ def describe_node(node, depth: int = 3) -> NodeRecord | None:
         record = LazyNodeRecord.__new__(LazyNodeRecord)
         record._facts, record._depth, record._tick = facts, depth, state.tick
         state.lazy[key] = record
-    return record
+    return facts.name, record
 
 
 def _facts_of(state: _State, node) -> _Facts:

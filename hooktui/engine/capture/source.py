@@ -22,15 +22,36 @@ def caller_location() -> SourceLocation | None:
     None when the call came from the engine itself (the root module's call).
     """
     frame = sys._getframe(1)
+    places = _PLACES
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith(_ENGINE_DIR):
-            if frame.f_code.co_name == RUNNER_FUNCTION:
-                return None
-        elif not filename.startswith(_TORCH_DIR):
-            return _location(filename, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        place = places.get(code)
+        if place is None:
+            place = _place(code)
+        if place is _USER:
+            return _location(code.co_filename, frame.f_lineno, code.co_name)
+        if place is _RUNNER:
+            return None
         frame = frame.f_back
     return None
+
+
+# What each code object met on the way up is (the same few dozen at every module call).
+_USER, _RUNNER, _PASS = "user", "runner", "pass"
+_PLACES: dict = {}
+_PLACES_MAX = 1 << 14
+
+
+def _place(code) -> str:
+    filename = code.co_filename
+    if filename.startswith(_ENGINE_DIR):
+        place = _RUNNER if code.co_name == RUNNER_FUNCTION else _PASS
+    else:
+        place = _PASS if filename.startswith(_TORCH_DIR) else _USER
+    if len(_PLACES) >= _PLACES_MAX:
+        _PLACES.clear()
+    _PLACES[code] = place
+    return place
 
 
 # The engine function that calls the root module (session.Session._forward).

@@ -1024,7 +1024,7 @@ class Tracer:
         if node is None:
             grad_fn = record = None
         else:
-            grad_fn, record = nodes.node_name(node), nodes.describe_node(node)
+            grad_fn, record = nodes.described(node)
         return Event(
             index=index,
             phase=self.phase,

@@ -93,15 +93,20 @@ def discover(model: nn.Module, walk: ModelWalk | None = None) -> list[_Slot]:
         add(hooks, kind, "global", None, _forward_flags(module_globals._global_forward_hooks_with_kwargs, module_globals._global_forward_hooks_always_called))
     for name, module in walk.modules:
         for attr, kind in _MODULE_DICTS:
+            hooks = getattr(module, attr, None)
+            if not hooks:
+                continue  # most modules hold none: nothing to work out per dict
             if kind is None:
                 kind = "legacy_backward" if getattr(module, "_is_full_backward_hook", None) is False else "full_backward"
             if kind == "forward_pre":
                 flags = _forward_flags(module._forward_pre_hooks_with_kwargs, {})
             else:
                 flags = _forward_flags(getattr(module, "_forward_hooks_with_kwargs", {}), getattr(module, "_forward_hooks_always_called", {}))
-            add(getattr(module, attr, None), kind, name or "(root)", name, flags if kind.startswith("forward") else lambda _k: [])
+            add(hooks, kind, name or "(root)", name, flags if kind.startswith("forward") else lambda _k: [])
     cells: set[int] = set()
     for name, param in walk.params:
+        if not param._backward_hooks and not getattr(param, "_post_accumulate_grad_hooks", None):
+            continue
         module = name.rpartition(".")[0]
         for key, fn in list((param._backward_hooks or {}).items()):
             found = multi_grad.plumbing(fn)

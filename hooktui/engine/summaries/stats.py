@@ -138,28 +138,32 @@ def describe(name: str, tensor: torch.Tensor, options: StatsOptions | None = Non
         note = extra.get("note")
         extra = {**extra, "note": joined(note, why)}
         tensor = part
-    # A nested tensor has no shape for _kind to read; a sparse one no strides (layouts.py).
-    kind = None if tensor.is_nested else _KINDS.get((tensor.shape, tensor.dtype, tensor.device, tensor.layout)) or _kind(tensor)
-    if kind is None or not kind.strided and layouts.is_laid_out(tensor):
-        # Summarised through the dense tensor of its stored values.
-        shape, tensor, layout = layouts.stored_values(tensor, options.max_values)
-        kind = _kind(tensor)
-        summary = _snapshot(tensor, options, kind)
+    recent = getattr(_local, "recent", None) or _recent()
+    # Seen again unchanged (one module's output is the next one's input): its summary and kind.
+    entry = recent.entries.get(id(tensor))
+    if entry is not None and entry[0]() is tensor and entry[1] == tensor._version and (entry[2] is options or entry[2] == options):
+        summary, kind = entry[3], entry[4]
+        shape, layout = kind.shape, None
     else:
-        if not kind.strided:
+        # A nested tensor has no shape for _kind to read; a sparse one no strides (layouts.py).
+        kind = None if tensor.is_nested else _KINDS.get((tensor.shape, tensor.dtype, tensor.device, tensor.layout)) or _kind(tensor)
+        if kind is None or not kind.strided and layouts.is_laid_out(tensor):
+            # Summarised through the dense tensor of its stored values.
+            shape, tensor, layout = layouts.stored_values(tensor, options.max_values)
+            kind = _kind(tensor)
+            summary = _snapshot(tensor, options, kind)
+        elif not kind.strided:
             record = TensorRecord(
                 name=name, shape=kind.shape, dtype=kind.dtype, device=kind.device,
                 requires_grad=requires_grad, grad_fn=None if grad_fn is None else name_of(grad_fn), **extra,
             )
             record.note = f"{tensor.layout} tensor: no stats"
             return record
-        shape, layout = kind.shape, None
-        recent = getattr(_local, "recent", None) or _recent()
-        summary = recent.get(tensor, options)
-        if summary is None:
+        else:
+            shape, layout = kind.shape, None
             # detach(): nothing below is recorded by autograd, without a no_grad context's cost.
             summary = _snapshot(tensor.detach(), options, kind)
-            recent.put(tensor, options, summary)
+            recent.put(tensor, options, summary, kind)
     record = LazyTensorRecord.__new__(LazyTensorRecord)
     record.name, record.shape, record.dtype, record.device = name, shape, kind.dtype, kind.device
     record.layout = layout
@@ -321,18 +325,10 @@ class _RecentSummaries:
     SIZE = 64
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple] = {}
+        # id -> (weak reference, version, options, summary, _Kind); describe() reads it inline.
+        self.entries: dict[int, tuple] = {}
 
-    def get(self, tensor: torch.Tensor, options: StatsOptions):
-        entry = self._entries.get(id(tensor))
-        if entry is None:
-            return None
-        ref, version, opts, summary = entry
-        if ref() is tensor and version == tensor._version and (opts is options or opts == options):
-            return summary
-        return None
-
-    def put(self, tensor: torch.Tensor, options: StatsOptions, summary) -> None:
+    def put(self, tensor: torch.Tensor, options: StatsOptions, summary, kind: _Kind) -> None:
         try:
             version = tensor._version
         except RuntimeError:
@@ -340,9 +336,9 @@ class _RecentSummaries:
             # unchanged one cannot be told from one changed in place, so it is not kept, and
             # is summarised afresh each time it is seen.
             return
-        entries = self._entries
+        entries = self.entries
         entries.pop(id(tensor), None)
-        entries[id(tensor)] = (weakref.ref(tensor), version, options, summary)
+        entries[id(tensor)] = (weakref.ref(tensor), version, options, summary, kind)
         if len(entries) > self.SIZE:
             del entries[next(iter(entries))]
 
