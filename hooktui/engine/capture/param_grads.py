@@ -12,11 +12,13 @@ is that call's forward firing), and a note names them all.
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 from torch.autograd.graph import get_gradient_edge
+from torch.utils.hooks import RemovableHandle
 
 from ..records.notes import Note
 from ..records.records import SourceLocation
@@ -30,6 +32,8 @@ class ParamGradHooks:
     def __init__(self, tracer: ParamGradHost) -> None:
         self.tracer = tracer
         self._handles: list = []
+        # (parameter, key) of each hook put straight into its dict (see install).
+        self._placed: list[tuple[torch.Tensor, int]] = []
         self._hooked: set[int] = set()
         # id(param) -> (param, its AccumulateGrad node): found once (get_gradient_edge
         # makes a view to reach it).
@@ -71,7 +75,19 @@ class ParamGradHooks:
                 name = f"{short}.grad"  # one string for every firing of this parameter
                 fire = self.tracer.contain.hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q),
                                                 f"its gradient hook on {qualified}")
-                self._handles.append(param.register_post_accumulate_grad_hook(fire))
+                if type(param) in _PLAIN:
+                    # What register_post_accumulate_grad_hook does for a plain tensor, without
+                    # a RemovableHandle per parameter per run (nor user_hooks.py's check of
+                    # who registers it: hooktui does).
+                    hooks = param._post_accumulate_grad_hooks
+                    if hooks is None:
+                        hooks = param._post_accumulate_grad_hooks = OrderedDict()
+                    key = RemovableHandle.next_id
+                    RemovableHandle.next_id = key + 1
+                    hooks[key] = fire
+                    self._placed.append((param, key))
+                else:  # a subclass may handle the registration itself (__torch_function__)
+                    self._handles.append(param.register_post_accumulate_grad_hook(fire))
 
     @property
     def kinds(self) -> GradKinds | None:
@@ -98,6 +114,11 @@ class ParamGradHooks:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        for param, key in self._placed:
+            hooks = param._post_accumulate_grad_hooks
+            if hooks is not None:
+                hooks.pop(key, None)
+        self._placed.clear()
         for param in self._had_none:
             if not param._post_accumulate_grad_hooks:
                 param._post_accumulate_grad_hooks = None
@@ -144,6 +165,10 @@ class ParamGradHooks:
             forward_index=forward_index,
             notes=notes,
         )
+
+
+# Types whose hook registration is torch.Tensor's own (no __torch_function__ of their own).
+_PLAIN = (torch.Tensor, nn.Parameter)
 
 
 def _calls_text(calls: list[int]) -> str:
