@@ -793,7 +793,7 @@ class Tracer:
             )
         node = watched_nodes[0] if watched_nodes else call.output_node
         self.fire_call(call, "backward", tensors, live, node=node, notes=notes,
-                       scope={"grad_output": tuple(state.grad_outputs or ()), "grad_input": tuple(live[f"grad_input[{i}]"] for i in range(call.n_args))})
+                       scope={"grad_output": tuple(state.grad_outputs or ()), "grad_input": tuple(live.values())})
         # Fired: the grad_outputs kept for it go (not None: backward_pre has fired), as
         # PyTorch's BackwardHook lets go of them once its hook has run.
         state.grad_outputs = []
