@@ -31,7 +31,7 @@ from ..records.records import NodeRecord
 
 # Wrappers PyTorch's own hook machinery inserts; the real node sits behind them.
 _WRAPPERS = ("BackwardHookFunctionBackward",)
-_ACCUMULATE = "torch::autograd::AccumulateGrad"
+ACCUMULATE = _ACCUMULATE = "torch::autograd::AccumulateGrad"
 FREED = "freed"
 
 # node.name() demangles a C++ type name on every call (tens of microseconds); the Python

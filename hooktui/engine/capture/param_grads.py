@@ -35,8 +35,8 @@ class ParamGradHooks:
         # (parameter, key) of each hook put straight into its dict (see install).
         self._placed: list[tuple[torch.Tensor, int]] = []
         self._hooked: set[int] = set()
-        # id(param) -> (param, its AccumulateGrad node): found once (get_gradient_edge
-        # makes a view to reach it).
+        # id(param) -> (param, its AccumulateGrad node): found once, in the backward's graph
+        # (note_accumulator) or else by get_gradient_edge, which makes a view to reach it.
         self._nodes: dict[int, tuple] = {}
         # While hunting a non-finite value: records of the .grad a parameter already held,
         # non-finite, when a backward started (its own firing shows it beside the new one).
@@ -88,6 +88,14 @@ class ParamGradHooks:
                     self._placed.append((param, key))
                 else:  # a subclass may handle the registration itself (__torch_function__)
                     self._handles.append(param.register_post_accumulate_grad_hook(fire))
+
+    def note_accumulator(self, node) -> None:
+        """An AccumulateGrad node of a backward's graph (the tracer walks them all as the
+        backward starts): its parameter's firings take it from here, not from
+        get_gradient_edge, which makes a view of the parameter to reach it."""
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor) and id(variable) in self._hooked:
+            self._nodes[id(variable)] = (variable, node)
 
     @property
     def kinds(self) -> GradKinds | None:

@@ -577,7 +577,11 @@ class Tracer:
         on_run = self._node_released if keep_graph else self._node_starting
         node_hooks = self._node_hooks
         origins = self._placement.origins
+        # param_grad firings take their parameter's AccumulateGrad node from here.
+        accumulator = None if self._param_grads is None else self._param_grads.note_accumulator
         for node in graph:
+            if accumulator is not None and nodes.name_of(node) == nodes.ACCUMULATE:
+                accumulator(node)
             if create_graph:
                 # What its backward builds belongs to it (grad_origins.py).
                 ran = lambda grad_inputs, _outputs, n=node: origins.node_ran(n, grad_inputs, seen)  # noqa: E731
