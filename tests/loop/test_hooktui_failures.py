@@ -98,13 +98,13 @@ def test_a_lazy_summary_that_raises_when_read_leaves_no_stats_and_a_note(monkeyp
     assert_same_state(net, twin)
 
 
-@pytest.mark.parametrize("target", ["output_slots", "param_grad_node", "grad_output_firing"])
+@pytest.mark.parametrize("target", ["output_slots", "param_grad_source", "grad_output_firing"])
 def test_a_hook_whose_bookkeeping_raises_leaves_the_step_plain_and_says_so(monkeypatch, tmp_path, target):
     if target == "output_slots":  # in the forward hook, after its firing
         monkeypatch.setattr(tracer, "output_slots", _raising)
         where = "its forward hook"
-    elif target == "param_grad_node":  # in the post-accumulate-grad hook, before its firing
-        monkeypatch.setattr(param_grads, "get_gradient_edge", _raising)
+    elif target == "param_grad_source":  # in the post-accumulate-grad hook, before its firing
+        monkeypatch.setattr(param_grads, "_definition", _raising)
         where = "its gradient hook on fc1.weight"
     else:  # in an autograd node's hook, in backward
         monkeypatch.setattr(tracer.Tracer, "_fire_grad_output", _raising)

@@ -399,8 +399,7 @@ class Tracer:
         self._stacks[(thread, id(module))].append(call)
 
         tensors = call_tensors(args, kwargs)
-        describe = self.describe
-        records = [describe(n, t) for n, t in tensors]
+        records = self._describe_all(tensors)
         notes = self._hunt_notes(tensors, records) if self.hunting else None
         self.fire_call(call, "forward_pre", records, dict(tensors), node=None, notes=notes, scope={"args": args, "kwargs": kwargs})
 
@@ -468,8 +467,7 @@ class Tracer:
             first_node = next((node for node in (t.grad_fn for _, t in outputs) if node is not None), None)
         call.output_node = first_node
         tensors = call_tensors(args, kwargs) + outputs
-        describe = self.describe
-        records = [describe(n, t) for n, t in tensors]
+        records = self._describe_all(tensors)
         notes = self._hunt_notes(tensors, records) if self.hunting else None
         if call.name in self._scripted_notes:
             notes = (notes or []) + self._scripted_notes[call.name]
@@ -982,6 +980,18 @@ class Tracer:
             return stats.describe(name, tensor, self.options, **extra)
         except Exception as exc:
             return stats.missing(name, f"{SUMMARY_FAILED}: {failure_text(exc)}", **extra)
+
+    def _describe_all(self, tensors: list[tuple[str, torch.Tensor]]) -> list[TensorRecord]:
+        """describe() of each (name, tensor) of a forward firing, in one call (these are
+        most of a run's summaries)."""
+        options = self.options
+        records = []
+        for name, tensor in tensors:
+            try:
+                records.append(stats.describe(name, tensor, options))
+            except Exception as exc:
+                records.append(stats.missing(name, f"{SUMMARY_FAILED}: {failure_text(exc)}"))
+        return records
 
     def missing(self, name: str, reason: str, **extra) -> TensorRecord:
         return stats.missing(name, reason, **extra)

@@ -395,7 +395,9 @@ class Session:
             self.current = live
             self.gate.check(event, on_pause=self._on_pause, live=live)
             self.current = None
-            self._follow_hunting()
+            run = self._run
+            if run is not None and run.tracer.hunting != self.hunting:
+                self._follow_hunting()
             if self.gate.take_step_into() and event.hook == "backward_pre" and self._tracer is not None:
                 self._tracer.step_into(live.call)
             if self.trace.state == "paused":
