@@ -23,6 +23,11 @@ _POST = nn.Module.register_forward_hook
 _DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
           "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 
+# (dict, offset from the pre-hook's id) of each entry `ForwardHooks.add` makes.
+_KEYS = (("_forward_pre_hooks", 0), ("_forward_pre_hooks_with_kwargs", 0), ("_forward_hooks", 1),
+         ("_forward_hooks_with_kwargs", 1), ("_forward_hooks", 2), ("_forward_hooks_with_kwargs", 2),
+         ("_forward_hooks_always_called", 2))
+
 
 class ForwardHooks:
     """Forward pre, forward and always-called forward hooks (all with kwargs) on modules."""
@@ -61,13 +66,10 @@ class ForwardHooks:
         """Take every hook out; a hook dict left empty gives its memory back (`release`)."""
         for module, first in self._placed:
             state = module.__dict__
-            state["_forward_pre_hooks"].pop(first, None)
-            state["_forward_pre_hooks_with_kwargs"].pop(first, None)
-            for name in ("_forward_hooks", "_forward_hooks_with_kwargs"):
-                hooks = state[name]
-                hooks.pop(first + 1, None)
-                hooks.pop(first + 2, None)
-            state["_forward_hooks_always_called"].pop(first + 2, None)
+            for name, offset in _KEYS:
+                hooks = state.get(name)  # a dict the model replaced or dropped meanwhile: nothing of ours
+                if hooks is not None:
+                    hooks.pop(first + offset, None)
             release(module)
         self._placed.clear()
         for module, handles in self._handles:
