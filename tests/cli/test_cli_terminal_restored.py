@@ -106,8 +106,9 @@ def test_sigint_to_hooktui_run_with_the_app_open_is_130_and_one_line(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(RUN_SCRIPT)
     with PtyApp("run", script) as app:
+        # Paused: the app has mounted, so its signal handlers are in place (ui/ending.py).
         app.wait_for(rb"paused", 60)
-        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=60)
+        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=60, settle=0)
     after = ended.after
     assert app.process.returncode == 130, after[-300:]
     _check(ended)
