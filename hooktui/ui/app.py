@@ -51,7 +51,7 @@ from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
 from .widgets.keys_footer import KeysFooter
-from .widgets.notice import NOTICES_IN_LINE, NoticeLine
+from .widgets.notice import NOTICES_IN_LINE, NoticeLine, say_in_line
 from .widgets.search_input import SearchBar
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
@@ -662,16 +662,16 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:
         """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
-        instead of a toast over the panes (widgets/notice.py); a modal screen open shows it as a toast too."""
+        instead of a toast over the panes (widgets/notice.py), also while a modal screen is open."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
         # Thread-safe as App.notify is (the model's thread notifies too): said on the app's.
         self.post_message(NoticeMade(message, title, severity, timeout, markup))
 
-    def on_notice_made(self, notice: NoticeMade) -> None:
+    async def on_notice_made(self, notice: NoticeMade) -> None:
         if self.has_class(NOTICES_IN_LINE) and self.is_running and self.screen_stack:
-            for line in self.screen_stack[0].query(NoticeLine):  # a modal's own toasts stay: its notices show there too
-                line.say(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout,
-                         markup=notice.markup)
+            # The last row, whichever screen is open (a modal too: widgets/notice.py).
+            await say_in_line(self, notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout,
+                              markup=notice.markup)
 
     def clear_notifications(self) -> None:
         super().clear_notifications()
