@@ -184,7 +184,9 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         yield NoticeLine(id="notice")
 
     def on_mount(self) -> None:
-        if self.exit_on_signals:
+        if self._ending is not None:  # taken in run(), before Textual started
+            self._ending.attach(asyncio.get_running_loop())
+        elif self.exit_on_signals:
             self._ending = Ending(EXIT_SIGNALS, self._exit_on_signal)
             self._ending.install(asyncio.get_running_loop())
         # The model's print() would be lost behind the app: keep it for after.
@@ -720,6 +722,9 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         from .model_stdin import kept_from_the_model
 
         try:
+            if self.exit_on_signals and self._ending is None:  # a signal while Textual starts is the app's too
+                self._ending = Ending(EXIT_SIGNALS, self._exit_on_signal)
+                self._ending.install()
             # The terminal's keys are the app's: not the model's input() or breakpoint().
             with kept_from_the_model(self) if not kwargs.get("headless") else contextlib.nullcontext():
                 return super().run(*args, **kwargs)

@@ -56,12 +56,22 @@ class Ending:
         self._loop = None
         self._saved: dict[int, object] = {}
 
-    def install(self, loop) -> None:
-        """From the event loop's thread (the main one), as the app mounts."""
-        self._loop = loop
+    def install(self, loop=None) -> None:
+        """From the main thread: before Textual starts (`App.run`), so that a signal during
+        the app's start is this app's too (asyncio's own SIGINT handler cancelled the app's
+        task in the middle of its compose: a traceback, and the terminal left raw), kept
+        until the event loop is known (`attach`, as the app mounts)."""
         for signum in self.signals:
             self._saved[signum] = signal.signal(signum, self._received)
         threading.Thread(target=self._watch, name="hooktui signal watchdog", daemon=True).start()
+        if loop is not None:
+            self.attach(loop)
+
+    def attach(self, loop) -> None:
+        """The app's event loop, from its thread: a signal received before it is answered now."""
+        self._loop = loop
+        if self.signum is not None:
+            loop.call_soon_threadsafe(self._answer, self.signum)
 
     def closed(self) -> None:
         """`App.run` returned (or unwound): the watchdog stands down, the handlers go back."""
@@ -89,7 +99,7 @@ class Ending:
         """On the event loop: the app ends its own way, the watchdog stands down (unless it
         has already unwound the main thread: then its exception comes instead)."""
         with self._deciding:
-            if self.unwound:
+            if self.unwound or self._answered.is_set():  # unwound, closed, or answered already
                 return
             self._answered.set()
         self.on_signal(signum)
