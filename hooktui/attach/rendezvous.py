@@ -12,6 +12,9 @@ read the token, nor get past the check with a token stolen some other way from a
 
 The attacher checks what it reads the same way: the JSON file must be a regular file of
 this user's, mode 0600, small, with the fields it expects.
+
+A process killed by a signal (SIGKILL, the OOM killer, a scheduler's timeout) never gets to
+remove its pair: `arm()` prunes the pairs of dead processes as it starts (prune_stale).
 """
 
 from __future__ import annotations
@@ -163,6 +166,59 @@ def armed_pids(where: Path | None = None) -> list[int]:
     except (OSError, RendezvousError):
         return []
     return sorted(int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit())
+
+
+def prune_stale(where: Path) -> list[int]:
+    """Remove the `<pid>.json` and `<pid>.sock` that processes no longer alive left in this
+    user's folder `where` (already checked: 0700, this user's); returns their pids. Only
+    regular files and sockets of this user's, named by a pid, are removed. A socket that
+    still answers is kept whatever the pid says: the same folder may be seen from another
+    pid namespace (a container), where that pid means another process."""
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return []
+    by_pid: dict[int, list[str]] = {}
+    for name in names:
+        stem, dot, kind = name.rpartition(".")
+        if dot and kind in ("json", "sock") and stem.isascii() and stem.isdigit():
+            by_pid.setdefault(int(stem), []).append(name)
+    pruned = []
+    for pid, files in sorted(by_pid.items()):
+        if pid == os.getpid() or alive(pid) or _answers(where / f"{pid}.sock"):
+            continue
+        removed = False
+        for name in files:
+            path = where / name
+            try:
+                info = os.lstat(path)
+                mine = info.st_uid == own_uid() and (stat.S_ISREG(info.st_mode) or stat.S_ISSOCK(info.st_mode))
+                if mine:
+                    os.unlink(path)
+                    removed = True
+            except OSError:  # gone already (another process pruned it), or not ours to remove
+                continue
+        if removed:
+            pruned.append(pid)
+    return pruned
+
+
+def _answers(path: Path) -> bool:
+    """A process listens on the socket at `path` (connection refused or no socket: none)."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
 
 
 def alive(pid: int) -> bool:

@@ -62,6 +62,7 @@ class Armed:
         self._info_path = None
         try:
             where = rendezvous.folder(create=True)
+            rendezvous.prune_stale(where)  # pairs left by processes killed by a signal
             token = rendezvous.new_token()
             rank, world = ranks.rank_and_world()
             info = rendezvous.ArmedInfo(os.getpid(), token, rank, world, _group(), os.getppid())

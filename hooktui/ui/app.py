@@ -51,7 +51,7 @@ from .widgets.filter_input import FilterInput
 from .widgets.lower import LowerPanes
 from .widgets.module_tree import ModuleTree
 from .widgets.keys_footer import KeysFooter
-from .widgets.notice import NOTICES_IN_LINE, NoticeLine
+from .widgets.notice import NOTICES_IN_LINE, NoticeLine, say_in_line
 from .widgets.search_input import SearchBar
 from .widgets.status import StatusInfo, StatusLine
 from .widgets.timeline import Timeline
@@ -184,7 +184,9 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         yield NoticeLine(id="notice")
 
     def on_mount(self) -> None:
-        if self.exit_on_signals:
+        if self._ending is not None:  # taken in run(), before Textual started
+            self._ending.attach(asyncio.get_running_loop())
+        elif self.exit_on_signals:
             self._ending = Ending(EXIT_SIGNALS, self._exit_on_signal)
             self._ending.install(asyncio.get_running_loop())
         # The model's print() would be lost behind the app: keep it for after.
@@ -662,16 +664,16 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
                markup: bool = True) -> None:
         """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
-        instead of a toast over the panes (widgets/notice.py); a modal screen open shows it as a toast too."""
+        instead of a toast over the panes (widgets/notice.py), also while a modal screen is open."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
         # Thread-safe as App.notify is (the model's thread notifies too): said on the app's.
         self.post_message(NoticeMade(message, title, severity, timeout, markup))
 
-    def on_notice_made(self, notice: NoticeMade) -> None:
+    async def on_notice_made(self, notice: NoticeMade) -> None:
         if self.has_class(NOTICES_IN_LINE) and self.is_running and self.screen_stack:
-            for line in self.screen_stack[0].query(NoticeLine):  # a modal's own toasts stay: its notices show there too
-                line.say(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout,
-                         markup=notice.markup)
+            # The last row, whichever screen is open (a modal too: widgets/notice.py).
+            await say_in_line(self, notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout,
+                              markup=notice.markup)
 
     def clear_notifications(self) -> None:
         super().clear_notifications()
@@ -720,6 +722,9 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         from .model_stdin import kept_from_the_model
 
         try:
+            if self.exit_on_signals and self._ending is None:  # a signal while Textual starts is the app's too
+                self._ending = Ending(EXIT_SIGNALS, self._exit_on_signal)
+                self._ending.install()
             # The terminal's keys are the app's: not the model's input() or breakpoint().
             with kept_from_the_model(self) if not kwargs.get("headless") else contextlib.nullcontext():
                 return super().run(*args, **kwargs)

@@ -79,7 +79,8 @@ def kept_from_the_model(app) -> Iterator[None]:
     def breakpoint_skipped(*args, **kwargs) -> None:
         caller = sys._getframe(1)
         where = visible(f"{caller.f_code.co_filename}:{caller.f_lineno}")
-        say_once("breakpoint()", f"the model called breakpoint() at {where}: skipped, as pdb would take "
+        # What happened first: at 80x24 a notice is one row, cut with "…" (widgets/notice.py).
+        say_once("breakpoint()", f"skipped, called by the model at {where}: pdb would take "
                                  "the app's terminal (hooktui is the debugger here: b breaks at a module)")
 
     stdin = ClosedStdin(read_refused)

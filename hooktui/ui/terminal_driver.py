@@ -164,6 +164,19 @@ class TerminalDriver(LinuxDriver):
             self._application = True
             self._hold_stdin()
 
+    def write(self, data: str) -> None:
+        """Through Textual's writer thread while it runs. Once it has stopped (an app unwound
+        by a signal in the middle of its own exit, ui/ending.py, restores the terminal after
+        Textual closed the driver), straight to the terminal: queued to a stopped thread the
+        sequences that leave the alternate screen were lost, and the 31st write blocked for ever."""
+        writer = self._writer_thread
+        if writer is not None and writer.is_alive():
+            super().write(data)
+            return
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            self._file.write(data)
+            self._file.flush()
+
     def stop_application_mode(self) -> None:
         self._application = False
         try:

@@ -122,6 +122,9 @@ class Busy(Widget):
         self.post_message(self.Again())
 
     def on_busy_again(self, message):
+        if not getattr(self, "said", False):  # the loop is busy from here on: the test's mark
+            self.said = True
+            print("busy now", file=sys.__stderr__, flush=True)
         self.post_message(self.Again())
 
 
@@ -129,7 +132,6 @@ class BusyApp(debug_app.DebugApp):
     CSS_PATH = str(Path(debug_app.__file__).with_name("app.tcss"))
 
     def on_ready(self):
-        print("busy now", file=sys.__stderr__, flush=True)
         self.mount(Busy())
 
 
@@ -144,9 +146,8 @@ def test_a_signal_ends_a_debug_app_whose_event_loop_is_busy(tmp_path, signum):
     script = tmp_path / "busy.py"
     script.write_text(BUSY)
     with PtyApp(script, python=True, size=(120, 40), env=ENV) as app:
-        app.wait_for(rb"busy now", 60)
-        time.sleep(0.5)
-        ended = app.end(lambda: app.process.send_signal(signum), within=60)
+        app.wait_for(rb"busy now", 60)  # said from inside the loop that never yields: no delay needed
+        ended = app.end(lambda: app.process.send_signal(signum), within=60, settle=0)
     # The documented exit: the terminal back, the step stopped, then the signal reaches the
     # program with its default action (the script has no handler of its own).
     assert app.process.returncode == -signum

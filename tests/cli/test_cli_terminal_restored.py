@@ -106,12 +106,68 @@ def test_sigint_to_hooktui_run_with_the_app_open_is_130_and_one_line(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(RUN_SCRIPT)
     with PtyApp("run", script) as app:
+        # Paused: the app has mounted, so its signal handlers are in place (ui/ending.py).
         app.wait_for(rb"paused", 60)
-        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=60)
+        ended = app.end(lambda: app.process.send_signal(signal.SIGINT), within=60, settle=0)
     after = ended.after
     assert app.process.returncode == 130, after[-300:]
     _check(ended)
     assert b"crashed" not in after and b"Traceback" not in after and b"after the step" not in after, after[-300:]
+    assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C); " + str(script).encode() + b" stopped")
+
+
+# The app's start held open by the test: its compose waits until the test says the signal was sent.
+SLOW_START = textwrap.dedent(
+    """
+    import os, sys, time
+    import torch
+    from torch import nn
+    import hooktui
+    import hooktui.ui.debug_app as debug_app
+
+    class SlowStart(debug_app.DebugApp):
+        CSS_PATH = os.path.join(os.path.dirname(debug_app.__file__), "app.tcss")
+
+        def compose(self):
+            print("composing", file=sys.__stderr__, flush=True)
+            deadline = time.monotonic() + 60
+            while not os.path.exists(__file__ + ".sent") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return super().compose()
+
+    debug_app.DebugApp = SlowStart
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x = torch.ones(2, 3)
+    hooktui.debug(model, lambda: model(x).sum())
+    print("after the step")
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the app's process in /proc")
+def test_sigint_while_the_app_starts_is_130_and_one_line(tmp_path):
+    """Before the app had mounted, asyncio's own SIGINT handler took the signal: it cancelled
+    the app's task in the middle of its compose (a Textual traceback), and the terminal was
+    left for the supervising parent to restore. The app's handlers are in place before
+    Textual starts (ui/ending.py)."""
+    script = tmp_path / "train.py"
+    script.write_text(SLOW_START)
+    with PtyApp("run", script) as app:
+        app.wait_for(rb"composing", 60)
+        # To the app's own process (not through the supervisor): received before the mark below.
+        child = _child_of(app.process.pid)
+
+        def interrupt() -> None:
+            os.kill(child, signal.SIGINT)
+            (tmp_path / "train.py.sent").touch()
+
+        ended = app.end(interrupt, within=60, settle=0)
+    after = ended.after
+    assert app.process.returncode == 130, after[-600:]
+    _check(ended)
+    assert b"Traceback" not in after and b"Error" not in after and b"after the step" not in after, after[-600:]
+    assert b"the process ended with the app open" not in after, after[-300:]  # the app gave the terminal back itself
     assert after.rstrip().splitlines()[-1].endswith(b"hooktui: interrupted (Ctrl+C); " + str(script).encode() + b" stopped")
 
 

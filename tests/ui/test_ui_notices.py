@@ -131,3 +131,39 @@ def test_snapshot_notice_at_80x24(snap_compare, monkeypatch):
         await _said(pilot, "breakpoint: break when backward starts: on")
 
     assert snap_compare(sample_app("seed.py"), terminal_size=(80, 24), run_before=run_before)
+
+
+def _toasts_on(screen) -> list:
+    return [t for t in screen.query("Toast") if t.display and t.visible]
+
+
+def test_at_80x24_a_notice_while_a_modal_is_open_is_said_on_the_last_row_not_over_it():
+    """Help and the console open at 80x24: a notice (the model's, the app's) takes the last
+    row over the modal, as the footer's row on the main screen; no toast covers the modal's
+    text; the notice goes on for its time on the main screen once the modal is closed."""
+    app = sample_app("seed.py")
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            for key, screen_name in [("question_mark", "HelpScreen"), ("colon", "ConsoleScreen")]:
+                await pilot.press(key)
+                await wait_for(pilot, lambda: type(app.screen).__name__ == screen_name, screen_name)
+                await pilot.pause()
+                before = screen_rows(app)
+                words = f"while {screen_name} is open"
+                app.notify(words, title="t", timeout=60, markup=False)
+                await wait_for(pilot, lambda: any(words in line.text for line in app.screen.query(NoticeLine)),
+                               f"the notice on {screen_name}")
+                await pilot.pause()
+                rows = screen_rows(app)
+                assert rows[-1].strip().startswith("t: " + words), rows[-1]
+                assert rows[:-1] == before[:-1], "the modal's text moved or was covered"
+                assert not _toasts_on(app.screen)
+                await pilot.press("escape")
+                await wait_for(pilot, lambda: app.screen is app.screen_stack[0], "the modal closed")
+                await pilot.pause()
+                assert screen_rows(app)[-1].strip().startswith("t: " + words)  # the rest of its time
+                app.clear_notifications()
+
+    run(script())

@@ -101,13 +101,25 @@ def _evaluate(expression: str, event: Event, live: Any, names: dict | None, run_
         return ConsoleResult(expression, f"SyntaxError: {exc.msg}", ok=False)
     except Exception as exc:  # the user's expression: one line, the app goes on
         return ConsoleResult(expression, f"{type(exc).__name__}: {exc}", ok=False)
-    return _result(expression, value)
+    try:
+        return _result(expression, value)
+    except Exception as exc:  # the value's own __repr__ (or a tensor that cannot be summarised) raised
+        return ConsoleResult(expression, f"{type(exc).__name__} showing the result: {exc}", ok=False)
+
+
+def is_torch_tensor(value: Any) -> bool:
+    """A torch Tensor or Parameter, told by its class's name, without importing torch (a
+    recorded trace's console has none). A class made by type() in an expression has no
+    `__module__` (its namespace has no `__name__`), and a class may set it to anything."""
+    kind = type(value)
+    module = getattr(kind, "__module__", None)
+    return isinstance(module, str) and module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter")
 
 
 def _result(expression: str, value: Any) -> ConsoleResult:
     if isinstance(value, TensorRecord):
         return ConsoleResult(expression, _summary(value), tensor=value)
-    if type(value).__module__.startswith("torch") and type(value).__name__ in ("Tensor", "Parameter"):
+    if is_torch_tensor(value):
         from ..summaries import stats
 
         record = stats.describe(expression, value.detach())

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..records.records import Event, TensorRecord
 from .breakpoints import CONDITION_NAMES, condition_scope
-from .console import _REPR, _result
+from .console import _REPR, _result, is_torch_tensor
 
 OK, ERROR, ABSENT = "ok", "error", "absent"
 # A watch is evaluated at every step: on a very large model only the first modules and
@@ -205,9 +205,7 @@ def _remove_hooks_from(first_new: int, scope: dict, tensors: list) -> int:
 
 
 def _text(expression: str, value: Any) -> str:
-    kind = type(value)
-    module = getattr(kind, "__module__", None) or ""  # a class made by type() in the watch has none
-    if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+    if is_torch_tensor(value):
         if value.numel() == 1 and value.layout == sys.modules["torch"].strided:
             item = value.item()
             number = f"{item:.6g}" if isinstance(item, float) else repr(item)

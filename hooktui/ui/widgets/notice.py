@@ -10,19 +10,29 @@ step's end says "step done" and "run finished" at once) are said one after the o
 one waits, the one shown keeps at most QUEUED_WAIT seconds more, and each waiting one gets
 that long while others wait behind it (the last, its own time). Textual's own notification list is kept as it is (a notice still is one).
 Side by side, the toasts stay: they have room beside the data there.
+
+A screen open over the main one (help, the console, the watch or breakpoints screen, the
+overview) gets a line of its own at its first notice (say_in_line), on the toasts' layer:
+the terminal's last row says the notice over what the screen shows there (a border's key
+hints, the main footer dimmed), never a toast over the screen's own content (the console's
+results, the help text). The main screen's line is told too, so a notice outlives the
+screen that was open when it came, for the rest of its time.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from ...visible import visible
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 NOTICES_IN_LINE = "-notices-in-line"  # the app's class while notices take the footer's row
 DEFAULT_TIMEOUT = 5.0  # seconds, as Textual's toasts
@@ -106,3 +116,22 @@ class NoticeLine(Static):
         self.display = not shown
         for footer in self.screen.query(Footer):
             footer.display = shown
+
+
+async def say_in_line(app: App, message: str, *, title: str, severity: str, timeout: float | None, markup: bool) -> None:
+    """A notice said on the last row: the main screen's line, and the line of the screen on
+    top of it, made there at its first notice."""
+    main, top = app.screen_stack[0], app.screen
+    lines = list(main.query(NoticeLine))
+    if top is not main:
+        found = list(top.query(NoticeLine))
+        if not found:
+            line = NoticeLine(classes="-on-top")
+            # Over the screen's own last row, not a row taken from its layout (docks take
+            # room in their own layer only).
+            line.styles.layer = "_toastrack" if "_toastrack" in top.layers else top.layers[-1]
+            await top.mount(line)
+            found = [line]
+        lines += found
+    for line in lines:
+        line.say(message, title=title, severity=severity, timeout=timeout, markup=markup)
