@@ -153,8 +153,9 @@ def test_every_step_leaves_the_screen_a_whole_repaint_would_draw_at_every_size()
         async with app.run_test(size=size, notifications=False) as pilot:
             app.goto(len(events) - 1, follow=False)
             await pilot.pause()
-            # Back through the backward (firings of every kind and shape), then forward again.
-            for key in ["N"] * 12 + ["n"] * 5:
+            # Back through the backward (firings of every kind and shape), with panes shown in
+            # turn (a tab the steps filled while hidden), then forward again.
+            for key in ["N"] * 6 + ["x", "N", "N", "t", "N", "v", "N", "n", "t", "N"] + ["n"] * 3:
                 await pilot.press(key)
                 await pilot.pause()
                 assert _screen(app) == await _whole_repaint(app, pilot), (size, key, app.history.cursor)
