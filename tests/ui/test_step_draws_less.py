@@ -16,7 +16,7 @@ from hooktui.ui.widgets.text_view import TextView
 from hooktui.ui.widgets.values_grid import ValuesGrid
 
 from burst import burst
-from ui_helpers import recorded, run, wait_for
+from ui_helpers import paused_at_start, recorded, run, sample_app, wait_for
 
 
 def _drawn_lines(widget) -> list[int]:
@@ -189,5 +189,23 @@ def test_a_held_down_N_moves_one_firing_a_key_and_draws_the_last():
             assert draws and draws[-1] == start - 6 and len(draws) < 6, draws
             assert app.timeline._shown == start - 6  # the panes show where the cursor is
             assert app.lower.event is events[start - 6]
+
+    run(go())
+
+
+def test_a_held_down_n_at_a_live_pause_steps_once_a_key_and_draws_where_it_stops():
+    async def go():
+        app = sample_app("cnn.py")
+        async with paused_at_start(app, size=(120, 40)) as pilot:
+            draws = []
+            original = app._render_current
+            app._render_current = lambda: (draws.append(app.history.cursor), original())[1]
+            burst(app, "nnnn")  # the model steps at the first; the other three wait their turn
+            await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor == 4 and not app._stepping,
+                           "four steps")
+            await pilot.pause()
+            assert len(app.history) == 5 and app.history.cursor == 4  # one firing a key, no more
+            assert draws and draws[-1] == 4 and len(draws) < 4, draws
+            assert app.lower.event is app.history.events[4]
 
     run(go())
