@@ -16,7 +16,10 @@ torch thread):
   `.item()` hooks floor (issue 33's goal: at most 1.2x);
 - mlp/record_vs_bare, mlp/plain_vs_bare, resnet/record_vs_plain: as run.py prints them;
 - ui/n_vs_bare, ui/N_vs_bare: key to screen in the app on the 1,000-module model against a
-  bare Textual app (ui_step.py; goal: at most 2x).
+  bare Textual app whose key changes one line (ui_step.py; goal: at most 2x);
+- ui/n_vs_same_change, ui/N_vs_same_change: the same keys against a bare Textual app whose
+  key rewrites as many cells, on as many lines, as a step changes (ui_step.py's fair floor:
+  how far hooktui is from Textual's own cost of drawing that much).
 
 `--smoke`: tiny sizes and one repeat, not compared or recorded (a test runs it to check
 the command works and its output parses).
@@ -80,11 +83,13 @@ def ui_ratios(steps: int) -> dict[str, float]:
 
     ui_step.STEPS = steps
     bare = asyncio.run(ui_step.measure_bare())
-    steps_times, _arrivals, _reached, backs = asyncio.run(ui_step.measure())
-    floor = statistics.median(bare)
-    print(f"  (app keys, p50: bare Textual app {floor * 1e3:.1f} ms, n {statistics.median(steps_times) * 1e3:.1f} ms, "
-          f"N {statistics.median(backs) * 1e3:.1f} ms)")
-    return {"n_vs_bare": statistics.median(steps_times) / floor, "N_vs_bare": statistics.median(backs) / floor}
+    steps_times, _arrivals, _reached, backs, (cells, lines) = asyncio.run(ui_step.measure())
+    same = asyncio.run(ui_step.measure_bare(ui_step.SameChangeApp(cells, lines)))
+    floor, fair = statistics.median(bare), statistics.median(same)
+    n, back = statistics.median(steps_times), statistics.median(backs)
+    print(f"  (app keys, p50: bare Textual app {floor * 1e3:.1f} ms, one rewriting {cells} cells on {lines} lines "
+          f"{fair * 1e3:.1f} ms, n {n * 1e3:.1f} ms, N {back * 1e3:.1f} ms)")
+    return {"n_vs_bare": n / floor, "N_vs_bare": back / floor, "n_vs_same_change": n / fair, "N_vs_same_change": back / fair}
 
 
 def measure(args) -> dict[str, float]:

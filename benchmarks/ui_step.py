@@ -15,6 +15,11 @@ median time between the step and the firing's arrival in the app.
 
 `N` (back) is then timed the same way after `c` has run on to the next stop, and beside
 both, the floor: a bare Textual app at the same size whose key changes one line of text.
+And a second, fairer floor: a step changes much of the screen where that key changes one
+line, so a bare Textual app whose key rewrites as many cells of plain text, on as many
+lines, as a step of hooktui changes (counted here: the cells whose character or style
+differ between the screens before and after a few untimed `n`), at the same size. The
+ratio to it says how far hooktui is from Textual's own cost of drawing that much.
 
 Run with `.venv/bin/python benchmarks/ui_step.py` (`make bench` does).
 """
@@ -47,6 +52,7 @@ from hooktui.ui.sources import LiveSource  # noqa: E402
 MODULES = 1000  # 999 Linear layers and the Sequential holding them
 HISTORY = 5000  # firings in the history when the steps start
 STEPS = 60
+COUNTED = 5  # untimed steps whose changed cells are counted (the fair floor's size)
 
 
 def stop_module(layers: int, history: int) -> str:
@@ -95,7 +101,23 @@ class TimedApp(HooktuiApp):
             self.call_after_refresh(lambda: self.step_times.append(time.perf_counter() - started))
 
 
-async def measure() -> tuple[list[float], list[float], int]:
+def screen_cells(app: App) -> list[list[tuple]]:
+    """The screen as (character, style) per cell."""
+    return [[(char, segment.style) for segment in strip for char in segment.text]
+            for strip in app.screen._compositor.render_strips()]
+
+
+def changed_cells(before: list[list[tuple]], after: list[list[tuple]]) -> tuple[int, int]:
+    """(cells, lines) whose character or style differ between two screens."""
+    cells = lines = 0
+    for old, new in zip(before, after):
+        differ = sum(a != b for a, b in zip(old, new)) + abs(len(old) - len(new))
+        cells += differ
+        lines += bool(differ)
+    return cells, lines
+
+
+async def measure() -> tuple[list[float], list[float], int, list[float], tuple[int, int]]:
     torch.manual_seed(0)
     model, x = deep_linear(MODULES - 1)
     session = Session(model, x, pause=True, label="deep_linear")
@@ -110,15 +132,26 @@ async def measure() -> tuple[list[float], list[float], int]:
         for i in range(STEPS):
             await pilot.press("n")
             await _until(pilot, lambda: len(app.step_times) > i, 30)
+        # What a step changes on the screen, counted outside the timed steps.
+        counts = []
+        for i in range(STEPS, STEPS + COUNTED):
+            await pilot.pause()
+            before = screen_cells(app)
+            await pilot.press("n")
+            await _until(pilot, lambda: len(app.step_times) > i, 30)
+            await pilot.pause()
+            counts.append(changed_cells(before, screen_cells(app)))
+        del app.step_times[STEPS:]
         # `N` after `c`: back through the history, from the firing `c` stopped at.
         await pilot.press("c")
-        await _until(pilot, lambda: app.source.state != "running" and len(app.history) > reached + STEPS, 300)
+        await _until(pilot, lambda: app.source.state != "running" and len(app.history) > reached + STEPS + COUNTED, 300)
         await pilot.pause()
         for i in range(STEPS):
             await pilot.press("N")
             await _until(pilot, lambda: len(app.back_times) > i, 30)
         await pilot.press("q")
-    return app.step_times, app.arrivals, reached, app.back_times
+    changed = (round(statistics.median(c for c, _ in counts)), round(statistics.median(n for _, n in counts)))
+    return app.step_times, app.arrivals, reached, app.back_times, changed
 
 
 class BareApp(App):
@@ -142,8 +175,35 @@ class BareApp(App):
         self.call_after_refresh(lambda: self.times.append(time.perf_counter() - started))
 
 
-async def measure_bare() -> list[float]:
-    app = BareApp()
+class SameChangeApp(BareApp):
+    """The fair floor: a Textual app whose key rewrites `cells` cells of plain text on `lines`
+    lines (one Static of that many lines, its size fixed: no layout), as much of the
+    screen as a step of hooktui changes."""
+
+    def __init__(self, cells: int, lines: int) -> None:
+        super().__init__()
+        self.lines = max(1, lines)
+        self.width = max(1, min(118, -(-cells // self.lines)))
+
+    def compose(self):
+        block = Static(self._text(), id="line")
+        block.styles.width, block.styles.height = self.width, self.lines
+        yield block
+        yield Footer()
+
+    def _text(self) -> str:
+        # Every cell differs from the last key's: each line is its numbers shifted by one.
+        return "\n".join((f"{self.count + row:>7} " * (self.width // 8 + 1))[: self.width] for row in range(self.lines))
+
+    def action_step(self) -> None:
+        started = time.perf_counter()
+        self.count += 1
+        self.query_one("#line", Static).update(self._text())
+        self.call_after_refresh(lambda: self.times.append(time.perf_counter() - started))
+
+
+async def measure_bare(app: BareApp | None = None) -> list[float]:
+    app = app or BareApp()
     async with app.run_test(size=(120, 40), notifications=False) as pilot:
         await pilot.pause()
         for i in range(STEPS):
@@ -169,15 +229,18 @@ def main() -> None:
     torch.set_num_threads(1)
     start = time.perf_counter()
     bare = asyncio.run(measure_bare())
-    steps, arrivals, reached, backs = asyncio.run(measure())
+    steps, arrivals, reached, backs, (cells, lines) = asyncio.run(measure())
+    same = asyncio.run(measure_bare(SameChangeApp(cells, lines)))
     print(f"app step at a live pause, 120x40, {MODULES}-module model paused mid-backward with {reached} firings "
           f"(load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - start:.0f} s in all):")
-    floor = statistics.median(bare)
-    for label, times in (("bare Textual app, a key that changes one line", bare), ("n at a live pause", steps),
-                         ("N after c (back through the history)", backs)):
+    floor, fair = statistics.median(bare), statistics.median(same)
+    for label, times in (("bare Textual app, a key that changes one line", bare),
+                         (f"bare Textual app, a key that rewrites {cells} cells on {lines} lines (as much as a step changes)", same),
+                         ("n at a live pause", steps), ("N after c (back through the history)", backs)):
         print(f"  {label}: {len(times)} keys: p50 {statistics.median(times) * 1e3:.1f} ms, p95 "
               f"{percentile(times, 0.95) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms "
-              f"({statistics.median(times) / floor:.2f}x bare; key to refreshed screen, inside the app)")
+              f"({statistics.median(times) / floor:.2f}x bare, {statistics.median(times) / fair:.2f}x the same-change app; "
+              "key to refreshed screen, inside the app)")
     print(f"  of n, the model reaching its next firing and handing it over: median {statistics.median(arrivals) * 1e3:.1f} ms")
 
 

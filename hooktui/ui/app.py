@@ -138,6 +138,7 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         self.info = self.source.info
         self._stepping = False  # a step was asked of the model and has not paused yet
         self._queued_steps = 0
+        self._render_pending = False  # a draw of the current firing is queued (_render_later)
         self._redraw_timer = None
         self._drain_timer = None
         self._overview_timer = None
@@ -297,9 +298,12 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
             if stop.breakpoint.kind in ("nonfinite", "threshold") and not stepped:
                 self.call_after_refresh(self.action_pane, "explain")  # where it was born
         if message.state == "paused" and self._queued_steps and self.history.at_latest:
+            # `n` held down: this firing is passed at once; the screen is drawn for the
+            # last of the steps asked (each key still moves one firing).
             self._queued_steps -= 1
             self._stepping = True
             self.source.step()
+            return
         if message.state in ("finished", "failed") and not self._summary_shown:
             self._summary_shown = True
             if message.state == "finished":
@@ -379,7 +383,20 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
     def state(self) -> str:
         return self.source.state
 
+    def _render_later(self) -> None:
+        """Draw the current firing once the messages already queued are handled: keys of a
+        burst (a held-down `N`) each move the cursor, and the screen is drawn once, for the
+        last (a draw for each was most of the time of each)."""
+        if not self._render_pending:
+            self._render_pending = True
+            self.call_later(self._render_if_pending)
+
+    def _render_if_pending(self) -> None:
+        if self._render_pending:
+            self._render_current()
+
     def _render_current(self) -> None:
+        self._render_pending = False
         self._panes_drawn_at = time.monotonic()
         history = self.history
         event = history.current

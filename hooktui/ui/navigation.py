@@ -12,12 +12,17 @@ from ..engine.records.records import Event, firing_number, position_of
 
 
 class NavigationActions:
-    def goto(self, position: int, follow: bool | None = None) -> None:
+    def goto(self, position: int, follow: bool | None = None, burst: bool = False) -> None:
+        """Move to `position` and draw it; `burst` (a key that may come held down): drawn
+        after the keys already queued have moved on (`_render_later`)."""
         history = self.history
         history.move(position)
         if follow is not None:
             history.follow = follow and history.at_latest
-        self._render_current()
+        if burst:
+            self._render_later()
+        else:
+            self._render_current()
 
     # Keys that say why when they cannot act (a disabled binding would do nothing, silently).
     EXPLAINED = ("jump", "show_error", "restart")
@@ -60,7 +65,7 @@ class NavigationActions:
         history = self.history
         if not history.at_latest:
             position = history.next_visible(history.cursor, 1)
-            self.goto(position if position is not None else history.latest, follow=True)
+            self.goto(position if position is not None else history.latest, follow=True, burst=True)
             return
         if not self.source.can_advance:
             return
@@ -97,7 +102,7 @@ class NavigationActions:
     def action_back(self) -> None:
         position = self.history.next_visible(self.history.cursor, -1)
         if position is not None:
-            self.goto(position, follow=False)
+            self.goto(position, follow=False, burst=True)
 
     def action_first(self) -> None:
         position = 0 if self.history.visible(0) else self.history.next_visible(0, 1)

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 
@@ -53,6 +54,22 @@ class PaneTable(DataTable):
     # A new virtual size was answered here (the scrollbars told): the layout that the
     # reactive asks for next is not needed.
     _layout_answered = False
+    _rows_only = False  # set_cells under way: the refresh of the whole table is left to the rows'
+
+    def set_cells(self, cells: list[tuple[str, str, object]]) -> None:
+        """Put new values in cells (row key, column key, value), their widths kept, and draw
+        again only the rows that hold them: `update_cell` repaints the whole table (its
+        blank lines included), at every step."""
+        rows = set()
+        self._rows_only = True
+        try:
+            for row, column, value in cells:
+                self.update_cell(row, column, value)
+                rows.add(row)
+        finally:
+            self._rows_only = False
+        for row in rows:
+            self.refresh_row(self.get_row_index(row))
 
     def watch_virtual_size(self, size: Size) -> None:
         # `virtual_size` is a reactive with layout=True: after its watchers, Textual calls
@@ -91,8 +108,34 @@ class PaneTable(DataTable):
             vertical = size.height > height - styles.scrollbar_size_horizontal
         return horizontal, vertical
 
+    # A refill under way (clear, then new columns and rows) repaints this many lines from the
+    # top, not the blank lines below them, until its paint (see refill).
+    _refill_lines: int | None = None
+
+    def refill(self, rows: int) -> None:
+        """The table is about to be cleared and filled with `rows` rows: repaint only the
+        header and the rows it held or will hold (the blank lines below stay as they were).
+        Not when scrolled (every line then held a row), nor past a change of style or size."""
+        if self.scroll_offset == (0, 0) and self.show_header and self.header_height == 1:
+            self._refill_lines = 1 + max(self.row_count, rows)
+
     def refresh(self, *regions, repaint: bool = True, layout: bool = False, recompose: bool = False):
+        if self._rows_only and not regions and not layout and not recompose:
+            return self  # set_cells refreshes the rows it changed
         if layout and self._layout_answered:
             self._layout_answered = False
             layout = False
+        if self._refill_lines is not None and repaint and not (regions or layout or recompose) and self.is_mounted:
+            regions = (Region(0, 0, max(self.size.width, self.virtual_size.width), self._refill_lines),)
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._refill_lines = None  # the refill is being painted
+        return super().render_lines(crop)
+
+    def notify_style_update(self) -> None:
+        self._refill_lines = None  # focus, theme: every line
+        super().notify_style_update()
+
+    def on_resize(self) -> None:
+        self._refill_lines = None

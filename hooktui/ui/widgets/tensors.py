@@ -134,6 +134,11 @@ def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int
     return kept, kept_widths
 
 
+def _drawn_alike(a: Text, b: Text) -> bool:
+    """Cells that draw the same (Text's own == leaves out its style)."""
+    return a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify
+
+
 class TensorsPane(Vertical):
     ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
@@ -151,6 +156,7 @@ class TensorsPane(Vertical):
         self._event = event
         self._selected = selected
         self._fitted_size = Size(0, 0)  # the size the columns were last fitted to
+        self._drawn: tuple | None = None  # ((columns, widths, rows, size), cells) in the table now
         self.against = against  # the other run's tensors (`view --against`), else None
 
     def compose(self) -> ComposeResult:
@@ -179,9 +185,10 @@ class TensorsPane(Vertical):
         if not self._composed or not self.query(DataTable):
             return  # on_mount shows it (no table: being removed, as the lower panes recompose)
         table = self.table
-        table.clear(columns=True)
         head = self.query_one("#notes", Static)
         if event is None:
+            table.clear(columns=True)
+            self._drawn = None
             set_text(head, "")
             return
         columns = self.columns_for(event)
@@ -216,14 +223,28 @@ class TensorsPane(Vertical):
         bar = 1 if len(rows) + 1 > self.table.size.height else 0
         kept, widths = fit_columns(columns, natural, self.size.width - bar if self.size.width else 0, slot)
         self._fitted_size = self.size
-        for column, width in zip(kept, widths):
-            table.add_column(column, key=column, width=width)
-        for position, row in enumerate(rows):
+        shown = []
+        for row in rows:
             cells = [row[columns.index(c)] for c in kept]
             if cells[0].cell_len > widths[0]:  # the whole label is in the Values pane's title
                 cells[0] = cells[0].copy()
                 cells[0].truncate(widths[0], overflow="ellipsis")
-            table.add_row(*cells, key=str(position))
+            shown.append(cells)
+        frame = (tuple(kept), tuple(widths), len(shown), self.size)
+        drawn = self._drawn
+        self._drawn = (frame, shown)
+        if drawn is not None and drawn[0] == frame and table.row_count == len(shown):
+            # The same columns, widths and number of rows (the next firing of the same kind):
+            # the cells that changed, and only their rows drawn again (table.set_cells).
+            table.set_cells([(str(r), kept[c], new) for r, (now, was) in enumerate(zip(shown, drawn[1]))
+                             for c, (new, old) in enumerate(zip(now, was)) if not _drawn_alike(new, old)])
+        else:
+            table.refill(len(shown))
+            table.clear(columns=True)
+            for column, width in zip(kept, widths):
+                table.add_column(column, key=column, width=width)
+            for position, cells in enumerate(shown):
+                table.add_row(*cells, key=str(position))
         if event.tensors:
             table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
 

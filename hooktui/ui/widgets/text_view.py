@@ -8,17 +8,34 @@ the Line API instead, like the timeline: a new text only changes the virtual hei
 only the scrollbar needs to know, unless the bar appears or goes.
 
 The lines are rendered the way a Static renders them (Textual's Visual), so the pane
-looks the same as before.
+looks the same as before. A new text whose lines take the same room repaints only the lines
+that differ from the old text's (the Explain pane of the next firing of the same kind differs
+in a few words): a whole repaint of the pane drew its blank lines too, at every step.
 """
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.style import Style
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual, visualize
+
+
+class _Counted:
+    """A Rich renderable drawn as it is, its lines counted on the way as Textual's RichVisual
+    counts them for its height (the newlines of its segments): the text is rendered once for
+    its lines and its height, not twice."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self.newlines = 0
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        for segment in console.render(self.renderable, options):
+            self.newlines += segment.text.count("\n")
+            yield segment
 
 
 class TextView(ScrollView, can_focus=True):
@@ -32,18 +49,33 @@ class TextView(ScrollView, can_focus=True):
         self._lines: tuple[int, list[Strip], int] | None = None  # (width, lines, height) of the renderable
 
     def set_renderable(self, renderable: RenderableType) -> None:
+        old = self._lines
+        scrolled = self.scroll_offset
         self.renderable = renderable
         self._lines = None
         self._fit()
-        self.refresh()
+        new = self._lines
+        if old is None or new is None or old[0] != new[0] or self.scroll_offset != scrolled:
+            self.refresh()
+            return
+        # The same width and scroll offset: the lines in view that changed.
+        old_lines, new_lines = old[1], new[1]
+        top = round(self.scroll_y)
+        for row in range(top, min(max(len(old_lines), len(new_lines)), top + self.size.height)):
+            if row >= len(old_lines) or row >= len(new_lines) or old_lines[row] != new_lines[row]:
+                self.refresh_lines(row)
 
     def _render_lines_at(self, width: int) -> tuple[list[Strip], int]:
         """The lines at `width`, and the height a Static would give them (a trailing
         blank line of a Rich renderable is drawn but not counted)."""
         if self._lines is None or self._lines[0] != width:
-            visual = visualize(self, self.renderable, markup=False)
+            counted = isinstance(self.renderable, Group)
+            renderable = _Counted(self.renderable) if counted else self.renderable
+            visual = visualize(self, renderable, markup=False)
             if width > 0:
-                self._lines = (width, Visual.to_strips(self, visual, width, None, self.visual_style), visual.get_height(self.styles, width))
+                strips = Visual.to_strips(self, visual, width, None, self.visual_style)
+                height = renderable.newlines if counted else visual.get_height(self.styles, width)
+                self._lines = (width, strips, height)
             else:
                 self._lines = (width, [], 0)
         return self._lines[1], self._lines[2]
@@ -65,10 +97,12 @@ class TextView(ScrollView, can_focus=True):
         bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
         self.set_reactive(TextView.virtual_size, size)
         self._scroll_update(size)
-        self.refresh(layout=(self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars)
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
+            self.refresh(layout=True)  # else the caller repaints what changed
 
     def on_resize(self) -> None:
         self._fit()
+        self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

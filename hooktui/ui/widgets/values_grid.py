@@ -39,6 +39,12 @@ _BLANK = Text("")
 _JUSTIFIED = ("right", "left", "default", None)  # the ways a DataTable's cell is laid out that are done here
 
 
+def _drawn_alike(a: list[Text], b: list[Text]) -> bool:
+    """Cells that draw the same (Text's own == leaves out its style and justification)."""
+    return len(a) == len(b) and all(
+        x.plain == y.plain and x.style == y.style and x.justify == y.justify and x.spans == y.spans for x, y in zip(a, b))
+
+
 class ValuesGrid(ScrollView, can_focus=True):
     ALLOW_SELECT = False
 
@@ -121,6 +127,8 @@ class ValuesGrid(ScrollView, can_focus=True):
         width = max((len(row) for row in cells), default=0)
         names = [str(r) for r in range(len(cells))] if row_labels is None else [str(label) for label in row_labels[: len(cells)]]
         names += [str(r) for r in range(len(names), len(cells))]
+        old_rows, old_labels, old_widths = self._rows, self._labels, self._widths
+        old_view = (round(self.scroll_x), round(self.scroll_y), self._cursor, self._hover_shown)
         self._rows = [[Text(name, style="bold"), *row] for name, row in zip(names, cells)]
         headers = [str(c) for c in range(width)] if column_labels is None else [str(label) for label in column_labels[:width]]
         headers += [str(c) for c in range(len(headers), width)]
@@ -134,11 +142,20 @@ class ValuesGrid(ScrollView, can_focus=True):
             self._starts.append(x)
             x += w
         self._total = x
-        self._cursor = self._hover = Coordinate(0, 0)
+        self._hover = Coordinate(0, 0)  # the cursor goes to the first value below (its old row redrawn if it moves)
         self._set_virtual_size(Size(sum(self._widths), len(self._rows) + 1))
         self.scroll_x = self.scroll_y = 0
         self.scroll_target_x = self.scroll_target_y = 0
-        self.refresh()
+        if old_view[:2] != (0, 0) or old_view[3]:
+            self.refresh()  # scrolled or hovered: all of it
+        elif self._widths == old_widths and _drawn_alike(self._labels, old_labels):
+            # The same columns with other numbers (the next firing's tensor of the same shape):
+            # only the rows whose cells changed are drawn again, not the blank lines below.
+            for row in range(max(len(self._rows), len(old_rows))):
+                if row >= len(self._rows) or row >= len(old_rows) or not _drawn_alike(self._rows[row], old_rows[row]):
+                    self._refresh_row(row)
+        else:  # other columns: the header and the rows drawn before or now, not the blank lines below
+            self.refresh(Region(0, 0, max(self.size.width, self.virtual_size.width), 1 + max(len(self._rows), len(old_rows))))
         self.move_cursor(row=0, column=1)
 
     def clear(self) -> None:
@@ -224,6 +241,8 @@ class ValuesGrid(ScrollView, can_focus=True):
             self.refresh(layout=True)
 
     def refresh(self, *regions, repaint: bool = True, layout: bool = False, recompose: bool = False):
+        if self._steady and not regions and not recompose:
+            return self  # the new virtual size's own repaint: fill repaints the lines that change
         return super().refresh(*regions, repaint=repaint, layout=layout and not self._steady, recompose=recompose)
 
     # -- drawing ----------------------------------------------------------------------------
