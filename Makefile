@@ -68,6 +68,7 @@ bench: install
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/app_memory.py
 	$(BIN)/python benchmarks/ui_step.py
+	$(BIN)/python benchmarks/ui_step_parts.py
 	$(BIN)/python benchmarks/hunt.py
 	$(BIN)/python benchmarks/guard.py
 	$(BIN)/python benchmarks/gpu.py
