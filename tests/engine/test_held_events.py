@@ -98,7 +98,13 @@ def test_what_a_file_or_a_hunt_puts_in_a_record_reads_back_as_it_was(monkeypatch
         node = NodeRecord("AddBackward0", i, [NodeRecord("AccumulateGrad"), None], {"other": [2, 2], "self": "freed"})
         events.append(Event(index=i, phase="backward", hook="backward", module="fc", module_type="Linear", call=i,
                             tensors=tensors, node=node, notes=notes))
-    store = held.HeldEvents(events)
+    unpacked = held.HeldEvents(events)  # no run of this process filled it (a trace file's): kept as given
+    assert unpacked.packed == 0 and list(unpacked) == events
+    held.run_started()  # as a run does around its store
+    try:
+        store = held.HeldEvents(events)
+    finally:
+        held.run_ended()
     assert store.packed == 3 * held.CHUNK
     read = list(store)
     assert read == events and [event_json(e) for e in read] == [event_json(e) for e in events]

@@ -16,7 +16,8 @@ chunks read are kept decoded, so stepping through firings decodes each chunk onc
 
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
 records stay the very objects the engine made. The firings after the last whole chunk
-stay objects too.
+stay objects too, and so do the firings of a store no run of this process filled (a trace
+file's, in `hooktui view`: its reader's list holds them anyway).
 
 No torch, no Textual: the bottom room's (records/__init__.py).
 """
@@ -42,6 +43,7 @@ PACK_AFTER = 2048  # a store packs once it holds this many firings
 CACHED_CHUNKS = 8  # chunks kept decoded (the ones being looked at)
 
 _runs = 0
+_started = 0  # runs started in this process so far
 _runs_lock = threading.Lock()
 _stores: weakref.WeakSet = weakref.WeakSet()
 
@@ -49,9 +51,10 @@ _stores: weakref.WeakSet = weakref.WeakSet()
 def run_started() -> None:
     """A run starts in this process: no store packs until every run has ended (a live
     record may still change: a note added to the latest firing, a summary pending)."""
-    global _runs
+    global _runs, _started
     with _runs_lock:
         _runs += 1
+        _started += 1
 
 
 def run_ended() -> None:
@@ -80,6 +83,9 @@ class HeldEvents(Sequence):
         self._subs = array("q")
         self._cache: OrderedDict[int, list[Event]] = OrderedDict()
         self._lock = threading.RLock()
+        # Only the firings of a run made in this process are packed: a store filled from a
+        # trace file (`hooktui view`, `diff`) stays as it was given, its list held anyway.
+        self._runs_before = _started - _runs
         _stores.add(self)
         self.extend(events)
 
@@ -87,19 +93,24 @@ class HeldEvents(Sequence):
     def append(self, event: Event) -> None:
         with self._lock:
             self._tail.append(event)
-            if len(self._tail) >= CHUNK and _runs == 0:
+            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
                 self.pack()
 
     def extend(self, events: Iterable[Event]) -> None:
         with self._lock:
             self._tail.extend(events)
-            if len(self._tail) >= CHUNK and _runs == 0:
+            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
                 self.pack()
+
+    @property
+    def _live(self) -> bool:
+        """A run was under way in this process while the store existed."""
+        return _started > self._runs_before
 
     def pack(self) -> None:
         """Pack every whole chunk of the firings held as records (none below PACK_AFTER)."""
         with self._lock:
-            if len(self) < PACK_AFTER:
+            if len(self) < PACK_AFTER or not self._live:
                 return
             shared: dict[int, tuple] = {}  # id(summary) -> (summary, its block's number)
             while len(self._tail) >= CHUNK:
@@ -294,7 +305,8 @@ def _pack_stats(s: TensorStats) -> bytes | TensorStats:
             or not (rng is None or (type(rng) is list and len(rng) == 2 and all(type(v) is float and v == v for v in rng)))
             or not all(type(v) is int for v in (s.count, s.finite, s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite,
                                                  s.sampled, s.hist_sampled))
-            or type(s.hist) is not list or not all(type(v) is int and 0 <= v < 1 << 32 for v in s.hist)):
+            or type(s.hist) is not list or not set(map(type, s.hist)) <= _INT
+            or (s.hist and not 0 <= min(s.hist) <= max(s.hist) < 1 << 32)):
         return s
     lo, hi = rng if rng is not None else (_NONE, _NONE)
     try:
@@ -326,12 +338,16 @@ def _none(value: float) -> float | None:
 def _pack_values(values):
     """A value block as b"f" or b"d" and its buffer, float32 where that holds every value
     exactly; a list as it is when it holds anything but floats (a file's integers)."""
-    if values is None or type(values) is not list or not all(type(v) is float for v in values):
+    if values is None or type(values) is not list or not set(map(type, values)) <= _FLOAT:
         return values
     narrow = array("f", values)
     if narrow.tolist() == values:
         return b"f" + narrow.tobytes()
     return b"d" + array("d", values).tobytes()
+
+
+_FLOAT = frozenset((float,))
+_INT = frozenset((int,))
 
 
 def _unpack_values(packed):
