@@ -86,6 +86,12 @@ def held_by_records(events: list) -> dict[str, int]:
     never into the model (a node's facts hold its autograd node while the run lasts)."""
     seen: set[int] = set()
     out: dict[str, int] = {}
+    chunks = getattr(events, "_chunks", None)  # a HeldEvents (records/held.py): the bytes it holds
+    if chunks is not None:
+        out["packed firings"] = chunks.nbytes
+        out["value blocks"] = events._blocks.nbytes
+        out["packed keys"] = events._keys.buffer_info()[1] * 8 * 2
+        events = events._tail + [e for chunk in events._cache.values() for e in chunk]
     stack = list(events)
     while stack:
         obj = stack.pop()

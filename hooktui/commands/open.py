@@ -26,7 +26,8 @@ def restartable_app(loaded, breakpoints, legacy: bool, previous=None):
 
     # Legacy firings are always recorded, so that `L` can show them in the app; without
     # --legacy they start hidden and the model never pauses at them.
-    session = session_for(loaded, pause=True, legacy=True)
+    # The app's history holds the firings (ui/history.py); the session keeps only the last.
+    session = session_for(loaded, pause=True, legacy=True, keep_events=False)
     if previous is None:
         states = [(bp, True) for bp in breakpoints]
     else:

@@ -159,6 +159,12 @@ _BUILT: dict[tuple[int, int, int], tuple[_Facts, NodeRecord]] = {}
 _BUILT_MAX = 4096
 
 
+def forget_built_records() -> None:
+    """Let go of the records built lately: a finished run's firings were packed (records/held.py),
+    and what the packing built would otherwise stay among the run's freed memory."""
+    _BUILT.clear()
+
+
 class _State:
     """What one run knows of its nodes (a new one when the run ends: it holds nodes)."""
 

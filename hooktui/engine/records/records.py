@@ -351,6 +351,9 @@ def position_of(events: Sequence[Event], index: int, sub: int = 0) -> int | None
     """Where the firing numbered index.sub is in `events` (a run's firings, in firing
     order, so in the order of their numbers), or None. Positions and numbers differ
     once a firing has a sub-number or a firing was left out of a trace."""
+    packed = getattr(events, "position_of", None)  # a packed store (held.py) knows its keys
+    if packed is not None:
+        return packed(index, sub)
     position = bisect_left(events, (index, sub), key=_key)
     if position < len(events) and events[position].key == (index, sub):
         return position

@@ -27,12 +27,14 @@ from torch.nn.parameter import is_lazy
 from torch.utils._pytree import tree_map_only
 
 from ..analysis.breakpoints import Breakpoint
+from ..autograd import nodes
 from ..capture import collector
 from ..capture.model_walk import ModelWalk
 from ..capture.quit import QuitRequested
 from ..capture.source import RUNNER_FUNCTION
 from ..capture.tracer import LiveFiring, Tracer
 from ..capture.user_hooks import UserHooks
+from ..records import held
 from ..records.ranks import ranked
 from ..records.records import ErrorRecord, Event, ModuleInfo, TraceInfo
 from ..summaries import lazy_stats, stats
@@ -52,7 +54,9 @@ class Trace:
     """What a run produced. `events` are plain records; the rest is live and optional."""
 
     info: TraceInfo
-    events: list[Event] = field(default_factory=list)  # a deque of the last one: Session(keep_events=False)
+    # A Session's: a HeldEvents (records/held.py: packed once no run is under way), or a
+    # deque of the last one (Session(keep_events=False)).
+    events: list[Event] = field(default_factory=list)
     state: str = "ready"
     error: ErrorRecord | None = None
     output: Any = None
@@ -193,8 +197,7 @@ class Session:
                 **ranked(),
             )
         )
-        if not keep_events:
-            self.trace.events = deque(maxlen=1)
+        self.trace.events = held.HeldEvents() if keep_events else deque(maxlen=1)
         self._emitted = 0  # firings so far (trace.events may keep only the last)
         self.current: LiveFiring | None = None
         self._on_event: Callable[[Event], None] | None = None
@@ -276,6 +279,7 @@ class Session:
         # (unfrozen when it ends, in the `finally` below), so that a full collection walks
         # only what the run made.
         collector.run_started()
+        held.run_started()
         try:
             with self._model_state(), self._grad_state():
                 self._follow_hunting()
@@ -316,7 +320,12 @@ class Session:
             # The tracer's own cycles (hooks, closures) must not hold this session, and so the
             # trace, until a collection: its listeners are bound methods of the session.
             tracer.on_backward_start = tracer.on_backward_end = None
-            run.end()  # device summaries reach the host once, here
+            try:
+                run.end()  # device summaries reach the host once, here
+            finally:
+                held.run_ended()  # the firings held packed, once no other run is under way (held.py)
+                nodes.forget_built_records()
+                stats.forget_recent()
             _trim_heap(self._emitted)
         self._set_state(final)
         return self.trace

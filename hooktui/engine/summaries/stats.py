@@ -353,6 +353,12 @@ def _recent() -> _RecentSummaries:
     return recent
 
 
+def forget_recent() -> None:
+    """A run ended on this thread: let go of its last summaries (kept, they and their
+    snapshots would stay among the run's freed memory after its firings are packed)."""
+    _local.recent = None
+
+
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 
 

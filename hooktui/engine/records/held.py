@@ -1,0 +1,479 @@
+"""A run's firings held packed: bytes in chunks, turned back into records when read.
+
+Why: a held firing's records are a dozen small objects (an Event, its tensor records, their
+statistics, a node record, lists), ~1.2 KB, allocated among the run's short-lived working
+state. Python's small-object allocator gives an arena (1 MiB) back to the system only when
+every block in it is free, so each arena a record survives in stays, with the free blocks
+of the temporaries around it: another ~1.4 KB a firing (docs/benchmarks.md, 2026-12-05).
+
+`HeldEvents` is a list of firings that, once no run is under way in the process (nothing
+changes a record any more: a guard's note on the latest firing, a summary still pending),
+packs them `CHUNK` at a time into one `bytes` each (pickled, each tensor's statistics as
+one struct and its value block as a float32 or float64 buffer) and lets the record objects
+go. Reading a firing unpickles its chunk (a few hundred microseconds) into plain records
+equal to the ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
+chunks read are kept decoded, so stepping through firings decodes each chunk once.
+
+A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
+records stay the very objects the engine made. The firings after the last whole chunk
+stay objects too, and so do the firings of a store no run of this process filled (a trace
+file's, in `hooktui view`: its reader's list holds them anyway).
+
+No torch, no Textual: the bottom room's (records/__init__.py).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import threading
+import weakref
+import zlib
+from array import array
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields
+
+from .records import NO_NOTES, Event, LazyTensorRecord, NodeRecord, TensorRecord, TensorStats
+
+CHUNK = 32  # firings a chunk
+PACK_AFTER = 2048  # a store packs once it holds this many firings
+CACHED_CHUNKS = 8  # chunks kept decoded (the ones being looked at)
+
+_runs = 0
+_started = 0  # runs started in this process so far
+_runs_lock = threading.Lock()
+_stores: weakref.WeakSet = weakref.WeakSet()
+
+
+def run_started() -> None:
+    """A run starts in this process: no store packs until every run has ended (a live
+    record may still change: a note added to the latest firing, a summary pending)."""
+    global _runs, _started
+    with _runs_lock:
+        _runs += 1
+        _started += 1
+
+
+def run_ended() -> None:
+    """A run ended (its summaries are on the host): once none is left under way, every
+    store packs what it holds."""
+    global _runs
+    with _runs_lock:
+        _runs = max(0, _runs - 1)
+        idle = _runs == 0
+    if idle:
+        for store in list(_stores):
+            store.pack()
+
+
+class HeldEvents(Sequence):
+    """A run's firings in firing order (a list's reading operations, `append` and `extend`),
+    packed as the module docstring says."""
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._chunks = _Slab()
+        # Value blocks, each once however many records share it (one tensor's summary is
+        # shared by the firings that saw it: a module's output is the next one's input).
+        self._blocks = _Slab()
+        self._tail: list[Event] = []  # the firings after the packed ones, as records
+        self._keys = array("q")  # (index, sub) of the packed firings, for position_of
+        self._subs = array("q")
+        self._cache: OrderedDict[int, list[Event]] = OrderedDict()
+        self._lock = threading.RLock()
+        # Only the firings of a run made in this process are packed: a store filled from a
+        # trace file (`hooktui view`, `diff`) stays as it was given, its list held anyway.
+        self._runs_before = _started - _runs
+        _stores.add(self)
+        self.extend(events)
+
+    # -- growing ---------------------------------------------------------------------
+    def append(self, event: Event) -> None:
+        with self._lock:
+            self._tail.append(event)
+            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
+                self.pack()
+
+    def extend(self, events: Iterable[Event]) -> None:
+        with self._lock:
+            self._tail.extend(events)
+            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
+                self.pack()
+
+    @property
+    def _live(self) -> bool:
+        """A run was under way in this process while the store existed."""
+        return _started > self._runs_before
+
+    def pack(self) -> None:
+        """Pack every whole chunk of the firings held as records (none below PACK_AFTER)."""
+        with self._lock:
+            if len(self) < PACK_AFTER or not self._live:
+                return
+            shared: dict[int, tuple] = {}  # id(summary) -> (summary, its block's number)
+            while len(self._tail) >= CHUNK:
+                part = self._tail[:CHUNK]
+                self._chunks.add(_encode(part, self._blocks, shared))
+                self._keys.extend(e.index for e in part)
+                self._subs.extend(e.sub for e in part)
+                del self._tail[:CHUNK]
+
+    @property
+    def packed(self) -> int:
+        """How many firings are held packed."""
+        return len(self._chunks) * CHUNK
+
+    # -- reading ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._chunks) * CHUNK + len(self._tail)
+
+    def __bool__(self) -> bool:
+        return bool(self._chunks) or bool(self._tail)
+
+    def __getitem__(self, at):
+        if isinstance(at, slice):
+            return _Window(self, range(*at.indices(len(self))))
+        with self._lock:
+            n = len(self)
+            if at < 0:
+                at += n
+            if not 0 <= at < n:
+                raise IndexError("firing position out of range")
+            packed = len(self._chunks) * CHUNK
+            if at >= packed:
+                return self._tail[at - packed]
+            return self._chunk(at // CHUNK)[at % CHUNK]
+
+    def __iter__(self) -> Iterator[Event]:
+        return self.iter_from(0)
+
+    def iter_from(self, start: int) -> Iterator[Event]:
+        """The firings from position `start` on, a chunk decoded at a time."""
+        at, skip = divmod(start, CHUNK)
+        while True:
+            with self._lock:
+                chunks = len(self._chunks)
+                if at < chunks:
+                    chunk = self._cache.get(at)
+                    if chunk is None:
+                        chunk = _decode(self._chunks.get(at), self._blocks)
+                else:
+                    chunk = None
+                    tail = self._tail[(at - chunks) * CHUNK + skip:]
+            if chunk is None:
+                yield from tail
+                return
+            yield from chunk[skip:] if skip else chunk
+            at, skip = at + 1, 0
+
+    def __reversed__(self) -> Iterator[Event]:
+        for at in range(len(self) - 1, -1, -1):
+            yield self[at]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (HeldEvents, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = object.__hash__  # by identity: stores are kept in a WeakSet
+
+    def __add__(self, other) -> list[Event]:  # as a list's: a new list
+        return list(self) + list(other)
+
+    def __radd__(self, other) -> list[Event]:
+        return list(other) + list(self)
+
+    def __repr__(self) -> str:
+        return f"HeldEvents({len(self)} firings, {self.packed} packed)"
+
+    def __reduce__(self):
+        return (HeldEvents, (list(self),))
+
+    def position_of(self, index: int, sub: int = 0) -> int | None:
+        """records.position_of without decoding a chunk: the packed firings' keys are kept."""
+        with self._lock:
+            keys, subs = self._keys, self._subs
+            lo = bisect_left(keys, index)
+            while lo < len(keys) and keys[lo] == index:
+                if subs[lo] == sub:
+                    return lo
+                if subs[lo] > sub:
+                    return None
+                lo += 1
+            packed = len(keys)
+            for at, event in enumerate(self._tail):
+                if event.index == index and event.sub == sub:
+                    return packed + at
+        return None
+
+    def _chunk(self, at: int) -> list[Event]:
+        cache = self._cache
+        chunk = cache.get(at)
+        if chunk is not None:
+            cache.move_to_end(at)
+            return chunk
+        chunk = cache[at] = _decode(self._chunks.get(at), self._blocks)
+        if len(cache) > CACHED_CHUNKS:
+            cache.popitem(last=False)
+        return chunk
+
+
+class _Window(Sequence):
+    """A slice of a store, read through it: `events[:cursor + 1]` decodes nothing until its
+    firings are read (the app's walk to the next stop slices the whole history)."""
+
+    __slots__ = ("_store", "_range")
+
+    def __init__(self, store: HeldEvents, positions: range) -> None:
+        self._store, self._range = store, positions
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __getitem__(self, at):
+        if isinstance(at, slice):
+            return _Window(self._store, self._range[at])
+        return self._store[self._range[at]]
+
+    def __iter__(self) -> Iterator[Event]:
+        r = self._range
+        if r.step == 1:  # chunk by chunk, as the store iterates
+            for _, event in zip(r, self._store.iter_from(r.start)):
+                yield event
+            return
+        for at in r:
+            yield self._store[at]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Sequence, list)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+
+class _Slab:
+    """Byte strings end to end in one buffer: no small object each (a value block of 64
+    floats is 257 bytes, which Python's small-object allocator would place among the run's
+    freed memory, keeping its arena)."""
+
+    __slots__ = ("data", "ends")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.ends = array("Q")
+
+    def add(self, item: bytes) -> int:
+        self.data += item
+        self.ends.append(len(self.data))
+        return len(self.ends) - 1
+
+    def get(self, at: int) -> bytes:
+        start = self.ends[at - 1] if at else 0
+        return bytes(self.data[start:self.ends[at]])
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + len(self.ends) * self.ends.itemsize
+
+
+# -- the encoding ------------------------------------------------------------------------
+_EVENT_FIELDS = tuple(f.name for f in fields(Event))
+
+# TensorStats: count, finite, min, max, mean, std, absmax, norm, nan, posinf, neginf, zeros,
+# nonfinite, approx, sampled, of == "abs", hist_sampled, hist_range (two doubles, NaN for
+# None), then the histogram as uint32. A statistic that is None is NaN (never one of finite
+# values); statistics this cannot hold as they are (from a file: an int where a float is)
+# are pickled as the record itself.
+_STATS = struct.Struct("<2q6d5q?q?q2d")
+_NONE = float("nan")
+
+
+def _pack_stats(s: TensorStats) -> bytes | TensorStats:
+    floats = (s.min, s.max, s.mean, s.std, s.absmax, s.norm)
+    rng = s.hist_range
+    if (s.of not in ("values", "abs") or type(s.approx) is not bool
+            or not all(v is None or (type(v) is float and v == v) for v in floats)
+            or not (rng is None or (type(rng) is list and len(rng) == 2 and all(type(v) is float and v == v for v in rng)))
+            or not all(type(v) is int for v in (s.count, s.finite, s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite,
+                                                 s.sampled, s.hist_sampled))
+            or type(s.hist) is not list or not set(map(type, s.hist)) <= _INT
+            or (s.hist and not 0 <= min(s.hist) <= max(s.hist) < 1 << 32)):
+        return s
+    lo, hi = rng if rng is not None else (_NONE, _NONE)
+    try:
+        return _STATS.pack(
+            s.count, s.finite, *(_NONE if v is None else v for v in floats), s.nan, s.posinf, s.neginf, s.zeros,
+            s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled, lo, hi,
+        ) + array("I", s.hist).tobytes()
+    except (struct.error, OverflowError):
+        return s
+
+
+def _unpack_stats(packed: bytes) -> TensorStats:
+    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
+     hist_sampled, range_lo, range_hi) = _STATS.unpack_from(packed)
+    hist = array("I")
+    hist.frombytes(packed[_STATS.size:])
+    return TensorStats(
+        count=count, finite=finite, min=_none(lo), max=_none(hi), mean=_none(mean), std=_none(std),
+        absmax=_none(absmax), norm=_none(norm), nan=nan, posinf=posinf, neginf=neginf, zeros=zeros,
+        nonfinite=nonfinite, hist=hist.tolist(), hist_range=None if range_lo != range_lo else [range_lo, range_hi],
+        approx=approx, sampled=sampled, of="abs" if is_abs else "values", hist_sampled=hist_sampled,
+    )
+
+
+def _none(value: float) -> float | None:
+    return None if value != value else value
+
+
+def _pack_values(values):
+    """A value block as b"f" or b"d" and its buffer, float32 where that holds every value
+    exactly; a list as it is when it holds anything but floats (a file's integers)."""
+    if values is None or type(values) is not list or not set(map(type, values)) <= _FLOAT:
+        return values
+    narrow = array("f", values)
+    if narrow.tolist() == values:
+        return b"f" + narrow.tobytes()
+    return b"d" + array("d", values).tobytes()
+
+
+_FLOAT = frozenset((float,))
+_INT = frozenset((int,))
+
+
+def _unpack_values(packed):
+    if type(packed) is not bytes:
+        return packed
+    values = array(chr(packed[0]))
+    values.frombytes(packed[1:])
+    return values.tolist()
+
+
+def _tensor(name, shape, dtype, device, requires_grad, grad_fn, target, stats, values, values_shape, missing, note,
+            extra, layout) -> TensorRecord:
+    if type(stats) is bytes and (values is None or type(values) is bytes):
+        # Statistics and values stay packed until read, as a lazy record's do (records.py).
+        record = LazyTensorRecord.__new__(LazyTensorRecord)
+        record.name, record.shape, record.dtype, record.device = name, shape, dtype, device
+        record.requires_grad, record.grad_fn, record.target = requires_grad, grad_fn, target
+        record.missing, record.note, record.extra, record.layout = missing, note, extra, layout
+        record._summary = _Packed(stats, values, values_shape)
+        return record
+    return TensorRecord(
+        name, shape, dtype, device, requires_grad, grad_fn, target,
+        _unpack_stats(stats) if type(stats) is bytes else stats, _unpack_values(values), values_shape, missing, note,
+        extra, layout,
+    )
+
+
+class _Packed:
+    """What a record read back from a chunk reads its statistics and values from: their
+    packed bytes, unpacked on each read (the interface records.LazyTensorRecord reads)."""
+
+    __slots__ = ("stats", "values", "values_shape")
+
+    def __init__(self, stats: bytes | None, values: bytes | None, values_shape) -> None:
+        self.stats, self.values, self.values_shape = stats, values, values_shape
+
+    def read_stats(self) -> TensorStats | None:
+        return None if self.stats is None else _unpack_stats(self.stats)
+
+    def read_values(self) -> list[float] | None:
+        return None if self.values is None else _unpack_values(self.values)
+
+    def read_values_shape(self):
+        return self.values_shape
+
+    def nonfinite_counts(self) -> tuple[int, int, int] | None:
+        if self.stats is None:
+            return None
+        return _COUNTS.unpack_from(self.stats, _COUNTS_AT)
+
+    def resolve(self) -> tuple:
+        return self.read_stats(), self.read_values(), self.read_values_shape()
+
+    def drop_values(self) -> None:
+        pass
+
+
+_COUNTS = struct.Struct("<3q")
+_COUNTS_AT = struct.calcsize("<2q6d")
+
+
+def _no_notes() -> list[str]:
+    return NO_NOTES
+
+
+class _Block(int):
+    """Where a value block is in the store's list (pickled as a persistent id)."""
+
+
+class _Packer(pickle.Pickler):
+    def __init__(self, out, blocks: _Slab, shared: dict[int, tuple]) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.blocks, self.shared = blocks, shared
+
+    def persistent_id(self, obj):
+        return int(obj) if type(obj) is _Block else None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, TensorRecord):
+            # Statistics and values first: a summary that fails adds its note (records.py).
+            stats, values, values_shape = obj.stats, obj.values, obj.values_shape
+            return _tensor, (
+                obj.name, obj.shape, obj.dtype, obj.device, obj.requires_grad, obj.grad_fn, obj.target,
+                None if stats is None else _pack_stats(stats), self._values(obj, values), values_shape, obj.missing,
+                obj.note, obj.extra, obj.layout,
+            )
+        if type(obj) is Event:
+            return Event, tuple(getattr(obj, name) for name in _EVENT_FIELDS)
+        if isinstance(obj, NodeRecord):  # a lazy one (engine/autograd/nodes.py) as its plain twin
+            return NodeRecord, (obj.name, obj.seq_nr, obj.next, obj.saved, obj.truncated)
+        if obj is NO_NOTES:
+            return _no_notes, ()
+        return NotImplemented
+
+
+    def _values(self, record: TensorRecord, values):
+        packed = _pack_values(values)
+        if type(packed) is not bytes:
+            return packed
+        summary = getattr(record, "_summary", None)  # a lazy record's: shared by the records of one tensor
+        if summary is not None:
+            known = self.shared.get(id(summary))
+            if known is not None and known[0] is summary and self.blocks.get(known[1]) == packed:
+                return _Block(known[1])
+        at = self.blocks.add(packed)
+        if summary is not None:
+            self.shared[id(summary)] = (summary, at)
+        return _Block(at)
+
+
+class _Unpacker(pickle.Unpickler):
+    def __init__(self, chunk: bytes, blocks: _Slab) -> None:
+        super().__init__(io.BytesIO(zlib.decompress(chunk)))
+        self.blocks = blocks
+
+    def persistent_load(self, pid):
+        return self.blocks.get(pid)
+
+
+def _encode(events: list[Event], blocks: _Slab, shared: dict[int, tuple]) -> bytes:
+    out = io.BytesIO()
+    _Packer(out, blocks, shared).dump(events)
+    # Compressed: what a firing repeats (field layout, small integers, empty slots) is most
+    # of it (~480 bytes a firing, ~100 compressed; ~60 us a chunk to decompress).
+    return zlib.compress(out.getvalue(), 1)
+
+
+def _decode(chunk: bytes, blocks: _Slab) -> list[Event]:
+    return _Unpacker(chunk, blocks).load()
