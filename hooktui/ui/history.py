@@ -15,12 +15,11 @@ from collections.abc import Iterable
 from ..engine.analysis.breakpoints import BreakpointList, Stop
 from ..engine.records.records import Event
 from ..engine.records import firing
-from ..engine.records.held import HeldEvents
 
 
 class History:
     def __init__(self) -> None:
-        self.events: list[Event] = HeldEvents()  # packed once the run ends (engine/records/held.py)
+        self.events: list[Event] = []
         self.cursor = -1
         self.follow = True
         # (phase, module) -> index of its first firing in that phase.
