@@ -10,13 +10,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .nodes import name_of
+from .nodes import ACCUMULATE, name_of
 
 # Ops that only rearrange a parameter before use: Linear's weight goes through TBackward0.
 _REARRANGE = {"TBackward0": "transposed", "PermuteBackward0": "permuted", "TransposeBackward0": "transposed",
               "ViewBackward0": "viewed", "ReshapeAliasBackward0": "reshaped", "ExpandBackward0": "expanded",
               "UnsqueezeBackward0": "unsqueezed", "SqueezeBackward0": "squeezed"}
-_ACCUMULATE = "torch::autograd::AccumulateGrad"
 
 
 def label_next_functions(node, param_names: dict[int, str], input_edges: dict[tuple[int, int], str]) -> list[str]:
@@ -37,13 +36,13 @@ def _label(nxt: Any, nr: int, param_names: dict[int, str], input_edges: dict[tup
     if edge_name is not None:
         return f"the module's input {edge_name}"
     name = name_of(nxt)
-    if name == _ACCUMULATE:
+    if name == ACCUMULATE:
         variable = getattr(nxt, "variable", None)
         return f"parameter {param_names[id(variable)]}" if id(variable) in param_names else "a leaf tensor"
     how = _REARRANGE.get(name)
     if how is not None and len(nxt.next_functions) >= 1:
         inner, inner_nr = nxt.next_functions[0]
-        if inner is not None and name_of(inner) == _ACCUMULATE and id(getattr(inner, "variable", None)) in param_names:
+        if inner is not None and name_of(inner) == ACCUMULATE and id(getattr(inner, "variable", None)) in param_names:
             return f"parameter {param_names[id(inner.variable)]}, {how} (through {name})"
         if inner is not None and (id(inner), inner_nr) in input_edges:
             return f"the module's input {input_edges[(id(inner), inner_nr)]}, {how} (through {name})"

@@ -31,7 +31,7 @@ from ..records.records import NodeRecord
 
 # Wrappers PyTorch's own hook machinery inserts; the real node sits behind them.
 _WRAPPERS = ("BackwardHookFunctionBackward",)
-ACCUMULATE = _ACCUMULATE = "torch::autograd::AccumulateGrad"
+ACCUMULATE = "torch::autograd::AccumulateGrad"
 FREED = "freed"
 
 # node.name() demangles a C++ type name on every call (tens of microseconds); the Python
@@ -336,11 +336,11 @@ def _read_saved(node, before: dict | None = None) -> dict:
     the node's last reading."""
     if _saved_slots(node):
         saved = _saved_shapes(node, before)
-    elif name_of(node) == _ACCUMULATE:
+    elif name_of(node) == ACCUMULATE:
         saved = {}
     else:
         return _NO_SAVED
-    if name_of(node) == _ACCUMULATE:
+    if name_of(node) == ACCUMULATE:
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             saved["variable"] = list(variable.shape)
