@@ -8,6 +8,7 @@ trace differ only in whether stepping past the last firing can ask the model for
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import signal
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
+from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
@@ -42,6 +44,7 @@ from .screens.error import ErrorScreen
 from .screens.goto import GotoScreen
 from .screens.save import SaveScreen
 from .screens.help import HelpScreen
+from .screens.notices import KEPT as NOTICES_KEPT, NoticesScreen, SaidNotice
 from .screens.overview import OverviewScreen
 from .screens.palette import Palette
 from .screens.user_hooks import UserHooksScreen, modules_with_user_hooks
@@ -116,6 +119,8 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         drop_unreadable_size()  # before Textual makes its Rich Console, which reads them
         super().__init__(**kwargs)
         self.add_class(NOTICES_IN_LINE)  # until the panes go side by side (_layout_changed)
+        # The last notices, whole, for the palette's "Notices" (a deque: notify is thread-safe).
+        self.notices_said: collections.deque[SaidNotice] = collections.deque(maxlen=NOTICES_KEPT)
         # The app reaches the engine only through its Source (ui/sources.py): a live
         # session's (LiveSource) or a recorded trace's, given as records here for short.
         if (source is None) == (recorded is None):
@@ -580,7 +585,7 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
             why = str(exc) if isinstance(exc, TraceFileError) else f"{path}: {exc.strerror or exc}"
             self.notify(f"not saved: {why}", title="save", severity="error", markup=False)
             return
-        self.notify(f"saved {len(events)} firings to {path}: hooktui view {path}", title="save", markup=False)
+        self.notify(f"saved {len(events)} firing{'' if len(events) == 1 else 's'}: hooktui view {path}", title="save", markup=False)
 
     def action_goto(self) -> None:
         if isinstance(self.screen, GotoScreen):
@@ -683,6 +688,8 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         """While the panes are tabs (below 120x32), a notice takes the footer's row for its time
         instead of a toast over the panes (widgets/notice.py), also while a modal screen is open."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        plain = Text.from_markup(message).plain if markup else message
+        self.notices_said.append(SaidNotice(time.strftime("%H:%M:%S"), title, plain, severity))
         # Thread-safe as App.notify is (the model's thread notifies too): said on the app's.
         self.post_message(NoticeMade(message, title, severity, timeout, markup))
 

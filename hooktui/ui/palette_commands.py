@@ -14,6 +14,7 @@ from textual.markup import escape as escape_markup
 from textual.screen import Screen
 
 from .keys import key_help
+from .screens.notices import NoticesScreen
 
 REPLACED = {"Quit", "Keys", "Screenshot"}  # ours say what quitting does, `?` is the help
 
@@ -28,6 +29,9 @@ def palette_commands(app: App, screen: Screen, textual_commands: Iterable[System
         yield SystemCommand(title, help_text, lambda a=action: app.run_action(a))
     yield from (command for command in textual_commands if command.title not in REPLACED)
     yield SystemCommand("Screenshot", "Save an SVG picture of the screen in the current directory", screenshot_later(app))
+    said = getattr(app, "notices_said", None)
+    if said is not None:
+        yield SystemCommand("Notices", "The last notices, whole, newest first", lambda: app.push_screen(NoticesScreen(said)))
 
 
 def screenshot_later(app: App) -> Callable[[], None]:

@@ -19,6 +19,12 @@ def _toasts_over(app, widget) -> list:
     return [t for t in app.screen_stack[0].query("Toast") if t.display and t.visible and t.region.overlaps(region)]
 
 
+def _notice_rows(app, screen=None) -> list[str]:
+    """The screen's rows the notice line of `screen` (the main one by default) is drawn on."""
+    line = (screen or app.screen_stack[0]).query_one(NoticeLine)
+    return [row.strip() for row in screen_rows(app)[line.region.y:line.region.bottom]]
+
+
 async def _said(pilot, words: str) -> list[str]:
     """Wait until the notice line says `words`; the screen's rows then."""
     app = pilot.app
@@ -42,22 +48,29 @@ def test_at_80x24_B_L_S_and_hash_say_it_in_the_footer_row_not_over_the_panes(tmp
                 (["L"], "legacy: legacy register_backward_hook firings shown"),
                 (["number_sign", *"9999", "enter"], "go to: #9999 has not fired yet"),
             ]
+            region = lower.region
             for keys, words in cases:
                 await pilot.press(*keys)
                 rows = await _said(pilot, words)
-                assert rows[-1].strip().startswith(words[:70]), rows[-1]
-                assert not any(words[:30] in row for row in rows[:-1]), rows
-                assert not app.query_one(Footer).display
+                said = _notice_rows(app)
+                assert said[0].startswith(words[:70]), said
+                assert said[-1] == rows[-1].strip(), "the notice is on the last row"
+                top = len(rows) - len(said)
+                assert not any(words[:30] in row for row in rows[:top]), rows
                 assert not _toasts_over(app, lower)
+                assert lower.region == region  # nothing laid out again
                 assert app._notifications  # still a notice for Textual (its list, the palette's log)
-            # The panes under the notices are as they were: nothing drawn over the stats.
-            assert screen_rows(app)[lower.region.y + 2:lower.region.bottom] == stats_rows
+                # The panes above the notice are as they were: nothing drawn over the stats.
+                assert rows[lower.region.y + 2:top] == stats_rows[:top - lower.region.y - 2]
             await pilot.press("S")
             await pilot.pause()
             app.screen.query_one("#save-input").value = str(saved)
             await pilot.press("enter")
-            rows = await _said(pilot, "save: saved ")
-            assert rows[-1].strip().startswith("save: saved "), rows[-1]
+            await _said(pilot, "save: saved ")
+            said = _notice_rows(app)
+            assert said[0].startswith("save: saved "), said
+            # The path is read whole: the notice takes a second row rather than cut it.
+            assert f"hooktui view {saved}" in "".join(said) or f"hooktui view {saved}" in " ".join(said), said
             assert saved.exists() and not _toasts_over(app, lower)
 
     run(script())
@@ -74,7 +87,10 @@ def test_the_footer_comes_back_after_the_notice_and_markup_is_never_read():
             assert "t: [bold]x[/] \\x1b]0;t\\x07" in rows[-1]
             footer = app.query_one(Footer)
             app.notify("a short one", timeout=0.2)  # the one shown gives way sooner, then this one
-            await wait_for(pilot, lambda: footer.display and not app.query_one(NoticeLine).display, "the footer back")
+            await wait_for(pilot, lambda: not app.query_one(NoticeLine).display, "the notice gone")
+            await pilot.pause()
+            assert footer.display and footer.region.bottom == app.screen.region.bottom
+            assert "q Quit" in screen_rows(app)[-1], "the footer's keys back on the last row"
 
     run(script())
 
@@ -96,7 +112,7 @@ def test_notices_made_together_are_each_said_in_turn(monkeypatch):
             def seen() -> bool:
                 if line.text and (not said or said[-1] != line.text):
                     said.append(line.text)
-                return app.query_one(Footer).display and not line.display
+                return not line.display
 
             await wait_for(pilot, lambda: bool(line.text), "the first notice")
             await wait_for(pilot, seen, "every notice, then the footer")
@@ -165,5 +181,64 @@ def test_at_80x24_a_notice_while_a_modal_is_open_is_said_on_the_last_row_not_ove
                 await pilot.pause()
                 assert screen_rows(app)[-1].strip().startswith("t: " + words)  # the rest of its time
                 app.clear_notifications()
+
+    run(script())
+
+
+def test_at_80x24_a_long_notice_takes_two_rows_over_the_footer_and_is_cut_after_them():
+    """A notice longer than the row is read on two rows (the footer's and the one above it),
+    drawn over them: the panes keep their place. Longer than two rows, the second ends
+    with "…"; Textual's notification list keeps the whole text."""
+    app = sample_app("seed.py")
+    fits = "a" * 60 + " " + "b" * 60  # 123 characters: two rows at 80 columns
+    too_long = " ".join(f"w{k:02d}" for k in range(60))  # 239 characters
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            lower = app.query_one(LowerPanes)
+            region, before = lower.region, screen_rows(app)
+            app.notify(fits, title="t", timeout=60, markup=False)
+            await _said(pilot, fits)
+            said = _notice_rows(app)
+            assert said == ["t: " + "a" * 60, "b" * 60], said
+            rows = screen_rows(app)
+            # The panes did not move (the tab bar's underline slides: not compared).
+            top = lower.region.y + 2
+            assert rows[top:-2] == before[top:-2] and lower.region == region
+            app.clear_notifications()
+            app.notify(too_long, title="t", timeout=60, markup=False)
+            await _said(pilot, too_long)
+            said = _notice_rows(app)
+            assert len(said) == 2 and said[0].startswith("t: w00 w01") and said[1].endswith("…"), said
+            assert len(" ".join(said)) < len("t: " + too_long)
+            assert any(n.message == too_long for n in app._notifications)
+
+    run(script())
+
+
+def test_the_palettes_notices_show_a_cut_notice_whole_newest_first():
+    """What a one- or two-row notice cut (or a toast took away) is read whole in the
+    palette's "Notices", newest first; markup and control characters are shown as text."""
+    app = sample_app("seed.py")
+    long = " ".join(f"w{k:02d}" for k in range(60)) + " the-end"
+
+    async def script():
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await paused_at(pilot, 0)
+            app.notify("[b]older[/] \x1b[2J", title="first", timeout=0.1, markup=False)
+            app.notify(long, title="second", severity="warning", timeout=0.1, markup=False)
+            await wait_for(pilot, lambda: not app.query_one(NoticeLine).display, "the notices gone")
+            await pilot.press("ctrl+p", *"Notices")
+            await pilot.pause(0.2)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "NoticesScreen", "the notices screen")
+            await pilot.pause()
+            text = " ".join(row.strip(" │╭╮╰╯─") for row in screen_rows(app))
+            assert "second: " + long[:40] in text and "the-end" in text, text
+            assert text.index("second: ") < text.index("first: "), "newest first"
+            assert "first: [b]older[/] \\x1b[2J" in text, text
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.screen is app.screen_stack[0], "back to the debugger")
 
     run(script())

@@ -4,8 +4,10 @@ Textual's toasts sit in the bottom right corner, over the panes: at 80x24 the no
 `B`, `L`, `S` and `#` covered the Tensors pane's stats column for 5 s. While the lower panes
 are tabs (below 120x32: widgets/lower.py, WIDE) the app carries the class NOTICES_IN_LINE:
 its main screen's toasts are hidden (app.tcss) and each notice is said here instead
-(HooktuiApp.notify): the footer's row holds it (title, then the message, cut with "…" to
-the row) and the footer comes back after the notice's timeout. Notices made together (a
+(HooktuiApp.notify): it is drawn over the footer's row (title, then the message), and over
+the row above too when it needs two (a long one is cut with "…" at the end of the second),
+on the toasts' layer, so nothing is laid out again; the footer shows again after the
+notice's timeout. Notices made together (a
 step's end says "step done" and "run finished" at once) are said one after the other: a newer
 one waits, the one shown keeps at most QUEUED_WAIT seconds more, and each waiting one gets
 that long while others wait behind it (the last, its own time). Textual's own notification list is kept as it is (a notice still is one).
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ...visible import visible
 
@@ -51,9 +53,9 @@ class _Notice(NamedTuple):
 class NoticeLine(Static):
     DEFAULT_CSS = """
     NoticeLine {
-        dock: bottom; height: 1; display: none; padding: 0 1;
+        dock: bottom; width: 100%; height: auto; max-height: 2; display: none; padding: 0 1;
         background: $primary-muted; color: $text;
-        text-wrap: nowrap; text-overflow: ellipsis;
+        text-wrap: wrap; text-overflow: ellipsis;
     }
     NoticeLine.-warning { background: $warning-muted; }
     NoticeLine.-error { background: $error-muted; }
@@ -65,6 +67,13 @@ class NoticeLine(Static):
         self._ends_at = 0.0  # time.monotonic() when the notice shown gives the row up
         self._waiting: deque[_Notice] = deque()
         self.text = ""  # the notice shown ("" when none): title and message, as plain text
+
+    def on_mount(self) -> None:
+        # Over the screen's last rows, not rows taken from its layout (docks take room in
+        # their own layer only): the footer stays where it is, under the notice, and
+        # nothing is laid out again when a notice comes or goes.
+        layers = self.screen.layers
+        self.styles.layer = "_toastrack" if "_toastrack" in layers else layers[-1]
 
     def say(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
             markup: bool = True) -> None:
@@ -85,11 +94,26 @@ class NoticeLine(Static):
         text = Text.assemble((visible(title) + ": ", "bold"), body) if title else body
         text = Text(" ".join(text.plain.splitlines()), spans=text.spans) if "\n" in text.plain else text
         self.text = text.plain
-        self.update(text)
+        self.update(self._two_rows(text))
         self.set_class(notice.severity == "warning", "-warning")
         self.set_class(notice.severity == "error", "-error")
         self._footer(False)
         self._restart_timer(min(notice.timeout, QUEUED_WAIT) if self._waiting else notice.timeout)
+
+    def _two_rows(self, text: Text) -> Text:
+        """At most two rows of the screen's width: a path or a call site in a long notice
+        (`S`'s "saved ... to PATH", a debug step's end) is read whole where it fits in two;
+        beyond them, cut with "…" (the whole text stays in Textual's notification list)."""
+        width = max(self.screen.size.width - 2, 8)  # less the padding
+        if text.cell_len <= 2 * width:
+            return text
+        rows = text.wrap(self.app.console, width, overflow="fold", no_wrap=False)
+        if len(rows) <= 2:
+            return text
+        first, second = rows[0], rows[1]
+        second.truncate(width - 1)
+        second.rstrip()
+        return Text.assemble(first, "\n", second, "…")
 
     def _restart_timer(self, seconds: float) -> None:
         if self._timer is not None:
@@ -113,9 +137,7 @@ class NoticeLine(Static):
         self._footer(True)
 
     def _footer(self, shown: bool) -> None:
-        self.display = not shown
-        for footer in self.screen.query(Footer):
-            footer.display = shown
+        self.display = not shown  # over the footer, which stays laid out under it
 
 
 async def say_in_line(app: App, message: str, *, title: str, severity: str, timeout: float | None, markup: bool) -> None:
@@ -127,9 +149,6 @@ async def say_in_line(app: App, message: str, *, title: str, severity: str, time
         found = list(top.query(NoticeLine))
         if not found:
             line = NoticeLine(classes="-on-top")
-            # Over the screen's own last row, not a row taken from its layout (docks take
-            # room in their own layer only).
-            line.styles.layer = "_toastrack" if "_toastrack" in top.layers else top.layers[-1]
             await top.mount(line)
             found = [line]
         lines += found
