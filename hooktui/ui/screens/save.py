@@ -14,7 +14,7 @@ class SaveScreen(OneLineScreen):
     def __init__(self, default: str, count: int) -> None:
         super().__init__(
             title="save the firings so far", subtitle="enter saves · escape closes",
-            context=f"{count} firings, to a trace file for hooktui view / hooktui diff",
+            context=f"{count} firing{'' if count == 1 else 's'}, to a trace file for hooktui view / hooktui diff",
             input=Input(value=default, id="save-input", select_on_focus=False), width=70,
         )
 
