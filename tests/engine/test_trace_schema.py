@@ -112,6 +112,8 @@ LINES = [
     pytest.param(json.dumps(changed(node=_nested_node(40))), "records nested more than 32 levels deep", id="deep-node-tree"),
     pytest.param(json.dumps(GOOD_EVENT).replace('"call": 0', '"call": ' + "9" * 5_000), "an integer of 5000 digits", id="5000-digits"),
     pytest.param('{"index": 0,', "not JSON", id="truncated"),
+    # json's message ends with "at": said once, not "at at column 6".
+    pytest.param('{"bad\x01', r"not JSON \(Invalid control character at column 6\)$", id="control-character"),
 ]
 
 

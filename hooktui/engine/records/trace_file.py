@@ -569,7 +569,8 @@ def _parse(path: Path, number: int, line: bytes) -> Any:
     except UnicodeDecodeError:
         raise TraceFileError(f"{path}:{number}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})") from None
+        # json's own words may end with "at" ("Invalid control character at"): said once.
+        raise TraceFileError(f"{path}:{number}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     except _Invalid as exc:
         raise TraceFileError(f"{path}:{number}: {exc.what}") from None
     except RecursionError:
