@@ -21,6 +21,8 @@ FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor sh
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import torch
@@ -70,7 +72,7 @@ class GradKinds:
         # id(param) -> param, for the parameters with nothing to say (`notes`), decided once.
         self._plain: dict[int, torch.Tensor] = {}
         for name, module in modules:
-            names = {cls.__name__ for cls in type(module).__mro__}
+            names = _class_names(type(module))
             if "DistributedDataParallel" in names:
                 for param in module.parameters():
                     self._ddp[id(param)] = module
@@ -258,3 +260,10 @@ def user_fqn(owner: str, fqn: str) -> str:
     parts = [p for p in fqn.split(".") if f"{p}." not in _PREFIXES]
     name = ".".join(parts)
     return f"{owner}.{name}" if owner else name
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_names(cls: type) -> frozenset[str]:
+    """The names of `cls` and its bases (by name: importing DDP or FSDP to test isinstance
+    costs seconds); once per class, not once per module of every run."""
+    return frozenset(c.__name__ for c in cls.__mro__)
