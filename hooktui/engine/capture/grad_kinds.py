@@ -21,7 +21,6 @@ FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor sh
 
 from __future__ import annotations
 
-import functools
 
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ from torch import nn
 from ..records.notes import Note
 from ..summaries import sharded
 from .pipeline_grads import Pipeline
-from .wrappers import WRAPPED_BY
+from .wrappers import WRAPPED_BY, class_names
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class GradKinds:
         # id(param) -> param, for the parameters with nothing to say (`notes`), decided once.
         self._plain: dict[int, torch.Tensor] = {}
         for name, module in modules:
-            names = _class_names(type(module))
+            names = class_names(type(module))
             if "DistributedDataParallel" in names:
                 for param in module.parameters():
                     self._ddp[id(param)] = module
@@ -261,9 +260,3 @@ def user_fqn(owner: str, fqn: str) -> str:
     name = ".".join(parts)
     return f"{owner}.{name}" if owner else name
 
-
-@functools.lru_cache(maxsize=1024)
-def _class_names(cls: type) -> frozenset[str]:
-    """The names of `cls` and its bases (by name: importing DDP or FSDP to test isinstance
-    costs seconds); once per class, not once per module of every run."""
-    return frozenset(c.__name__ for c in cls.__mro__)
