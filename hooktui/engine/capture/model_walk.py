@@ -10,7 +10,8 @@ the same model walked it, named it and described it at every call: ~2 ms of a 64
 MLP's step). What a walk depends on is each module's class and the entries of its
 `_modules`, `_parameters` and `_buffers` dicts (and the parameters' shapes, which the
 trace header shows); before a kept walk is used again those are read off the model and
-compared, by identity, with what they were (`_Kept.current`, ~10x cheaper than a walk).
+compared, by identity, with what they were (`_Kept.current`: ~0.3 ms for 129 modules on a
+loaded machine, where the walk and the descriptions took ~1.7 ms).
 Anything changed (a module added, removed or replaced, a parameter or buffer replaced, a
 module's class swapped, a parameter resized through `.data`): walked afresh. Hooks are
 not part of it: the user's hooks are found again at every run (user_hooks.py).
@@ -124,7 +125,7 @@ def forget_walks() -> None:
 class _Kept:
     """A walk without strong references to the model: the modules', parameters' and
     buffers' weak references, and what the walk read of each module, as flat lists that
-    C-level passes read and compare again (~0.05 ms for 129 modules, a walk ~1 ms)."""
+    C-level passes read and compare again (no Python step per module)."""
 
     __slots__ = ("walk", "refs", "n_modules", "n_params", "types", "sizes", "keys", "slots", "shapes")
 
