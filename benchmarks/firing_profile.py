@@ -11,7 +11,10 @@ wrappers, and the model's own work that hooks slow down. The step times themselv
 (bare, plain `.item()` hooks, hooktui.record) are measured unwrapped, side by side
 (medians, alternating), as run.py does.
 
-    python benchmarks/firing_profile.py [--repeat N] [--blocks 64]
+    python benchmarks/firing_profile.py [--repeat N] [--blocks 64] [--tree PATH]
+
+`--tree PATH`: profile another checkout's engine with this script's parts (run it with
+that checkout's interpreter: PATH/.venv/bin/python), to set two trees' profiles side by side.
 """
 
 from __future__ import annotations
@@ -24,15 +27,18 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The engine profiled: this checkout's, or the one named by --tree (read before the imports).
+TREE = Path(sys.argv[sys.argv.index("--tree") + 1]).resolve() if "--tree" in sys.argv[:-1] else ROOT
+sys.path.insert(0, str(TREE))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import hooktui  # noqa: E402,F401  (from TREE, before run.py puts this checkout first on the path)
 
 from models import mlp_case  # noqa: E402
 from run import bare_step, machine, plain_hooks_step, side_by_side  # noqa: E402
 
 from hooktui.engine.autograd import node_hooks, nodes  # noqa: E402
 from hooktui.engine.capture import grad_kinds, param_grads, tracer  # noqa: E402
-from hooktui.engine.run import gate, session  # noqa: E402
+from hooktui.engine.run import gate, lifecycle, session  # noqa: E402
 from hooktui.engine.summaries import stats  # noqa: E402
 
 # part -> [(owner, attribute)]: the functions whose time is that part's. A name missing
@@ -55,6 +61,11 @@ PARTS: list[tuple[str, list[tuple[object, str]]]] = [
                                         (tracer.Tracer, "_release"), (tracer.Tracer, "_on_grad_output"),
                                         (tracer.Tracer, "_on_grad_input"), (nodes, "node_started")]),
     ("backward: firing bodies", [(tracer.Tracer, "_fire_grad_output"), (tracer.Tracer, "_fire_grad_input")]),
+    # Once per run, shared out over its firings: the model walked (or its kept walk checked),
+    # described, its hooks found, the tracer made, every hook put in and taken out.
+    ("run setup: walk, describe, hooks in/out", [(session.Session, "__init__"), (lifecycle.TracedRun, "__init__"),
+                                                 (lifecycle.TracedRun, "install"), (lifecycle.TracedRun, "remove_hooks"),
+                                                 (lifecycle.TracedRun, "end")]),
 ]
 
 
@@ -129,6 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--blocks", type=int, default=64)
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose engine is profiled")
     args = parser.parse_args()
     torch.set_num_threads(1)
     label, model, x, loss_fn = mlp_case(args.blocks)
@@ -141,6 +153,7 @@ def main() -> None:
     per = 1e6 / (firings * args.repeat)
     overhead_us = (traced - bare) / firings * 1e6
     print(f"machine: {machine()}")
+    print(f"engine: {Path(session.__file__).resolve().parents[3]}")
     print(f"model: {label}: {firings} firings a step")
     print(f"bare {bare * 1e3:.2f} ms; plain .item() hooks {plain / bare:.2f}x bare; hooktui.record {traced / bare:.2f}x bare "
           f"= {traced / plain:.2f}x the plain hooks; hooktui's cost {overhead_us:.1f} us a firing "

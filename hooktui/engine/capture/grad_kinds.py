@@ -21,6 +21,7 @@ FSDP2's and tensor parallel's `param_grad` already is that `.grad` (a DTensor sh
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass
 
 import torch
@@ -29,7 +30,7 @@ from torch import nn
 from ..records.notes import Note
 from ..summaries import sharded
 from .pipeline_grads import Pipeline
-from .wrappers import WRAPPED_BY
+from .wrappers import WRAPPED_BY, class_names
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class GradKinds:
         # id(param) -> param, for the parameters with nothing to say (`notes`), decided once.
         self._plain: dict[int, torch.Tensor] = {}
         for name, module in modules:
-            names = {cls.__name__ for cls in type(module).__mro__}
+            names = class_names(type(module))
             if "DistributedDataParallel" in names:
                 for param in module.parameters():
                     self._ddp[id(param)] = module
@@ -258,3 +259,4 @@ def user_fqn(owner: str, fqn: str) -> str:
     parts = [p for p in fqn.split(".") if f"{p}." not in _PREFIXES]
     name = ".".join(parts)
     return f"{owner}.{name}" if owner else name
+

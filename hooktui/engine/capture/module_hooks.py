@@ -13,6 +13,7 @@ calls instead: whatever it does there is done.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 
 from torch import nn
 from torch.utils.hooks import RemovableHandle
@@ -22,6 +23,8 @@ _POST = nn.Module.register_forward_hook
 
 _DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
           "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+
+_DICTS_OF = itemgetter(*_DICTS)
 
 # (dict, offset from the pre-hook's id) of each entry `ForwardHooks.add` makes.
 _KEYS = (("_forward_pre_hooks", 0), ("_forward_pre_hooks_with_kwargs", 0), ("_forward_hooks", 1),
@@ -42,15 +45,17 @@ class ForwardHooks:
         """`pre` a forward pre-hook, `post` a forward hook, `raised` a forward hook that is
         always called (also when forward raises), all with kwargs, last in their dicts, as
         the public calls in that order place them."""
-        state = module.__dict__
-        dicts = [state.get(name) for name in _DICTS]
         kind = type(module)
-        if kind.register_forward_pre_hook is not _PRE or kind.register_forward_hook is not _POST or None in dicts:
+        own = kind.register_forward_pre_hook is not _PRE or kind.register_forward_hook is not _POST
+        try:
+            pre_hooks, pre_kwargs, hooks, with_kwargs, always = _DICTS_OF(module.__dict__)
+        except KeyError:  # a hook dict missing: PyTorch's calls make it
+            own = True
+        if own or None in (pre_hooks, pre_kwargs, hooks, with_kwargs, always):
             self._handles.append((module, (module.register_forward_pre_hook(pre, with_kwargs=True),
                                            module.register_forward_hook(post, with_kwargs=True),
                                            module.register_forward_hook(raised, with_kwargs=True, always_call=True))))
             return
-        pre_hooks, pre_kwargs, hooks, with_kwargs, always = dicts
         first = RemovableHandle.next_id
         RemovableHandle.next_id = first + 3
         pre_hooks[first] = pre
@@ -65,12 +70,30 @@ class ForwardHooks:
     def remove(self) -> None:
         """Take every hook out; a hook dict left empty gives its memory back (`release`)."""
         for module, first in self._placed:
-            state = module.__dict__
-            for name, offset in _KEYS:
-                hooks = state.get(name)  # a dict the model replaced or dropped meanwhile: nothing of ours
-                if hooks is not None:
-                    hooks.pop(first + offset, None)
-            release(module)
+            try:
+                pre_hooks, pre_kwargs, hooks, with_kwargs, always = _DICTS_OF(module.__dict__)
+            except KeyError:  # a dict the model dropped meanwhile
+                pre_hooks = None
+            if pre_hooks is None or None in (pre_kwargs, hooks, with_kwargs, always):
+                state = module.__dict__
+                for name, offset in _KEYS:
+                    table = state.get(name)  # a dict the model replaced meanwhile: nothing of ours
+                    if table is not None:
+                        table.pop(first + offset, None)
+                release(module)
+                continue
+            # Unrolled: five dicts, seven entries, per module of every run; a dict left
+            # empty gives its memory back (`release`).
+            pre_hooks.pop(first, None)
+            pre_kwargs.pop(first, None)
+            hooks.pop(first + 1, None)
+            hooks.pop(first + 2, None)
+            with_kwargs.pop(first + 1, None)
+            with_kwargs.pop(first + 2, None)
+            always.pop(first + 2, None)
+            for table in (pre_hooks, pre_kwargs, hooks, with_kwargs, always):
+                if not table:
+                    table.clear()
         self._placed.clear()
         for module, handles in self._handles:
             for handle in handles:

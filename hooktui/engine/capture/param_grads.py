@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import torch
 from torch import nn
-from torch.nn.parameter import is_lazy
+from torch.nn.parameter import UninitializedTensorMixin
 from torch.autograd.graph import get_gradient_edge
 from torch.utils.hooks import RemovableHandle
 
@@ -45,6 +45,8 @@ class ParamGradHooks:
         # None once ours is removed (the dict would stay, empty, on every parameter).
         self._had_none: list = []
         self._kinds: GradKinds | None = None
+        # id(param) -> (owner, "<short>.grad", qualified name) of each hooked parameter.
+        self._names: dict[int, tuple[str, str, str]] = {}
 
     def install(self, model: nn.Module, params: list | None = None) -> None:
         """Hook every parameter not hooked yet (`params`: the model's named parameters, if
@@ -60,34 +62,53 @@ class ParamGradHooks:
                 if "torch._dynamo" in sys.modules:  # as tracer.py's: run eagerly, never traced
                     read = torch.compiler.disable(read)
                 self._handles.append(ddp.register_forward_hook(read))
+        walk = self.tracer.walk
         params = ModelWalk(model).params if params is None else params
+        # id(param) -> (owner, "<short>.grad", qualified name): what its firings repeat,
+        # worked out once per walk (kept from run to run: model_walk.py).
+        names = walk.derived("param_grad_names", _names_of) if params is walk.params else _names_of(params)
         flat = [(f"{owner}._flat_param" if owner else "_flat_param", p) for owner, p in self._kinds.flat]
+        if flat:
+            names = {**names, **_names_of(flat)}
+        self._names = names if not self._names else {**self._names, **names}
+        fire = self._fire_hook
+        hooked = self._hooked
         for qualified, param in (*params, *flat):
             # A non-leaf "parameter" takes no such hook (PyTorch refuses it): FSDP1 with
             # use_orig_params=True puts views of its FlatParameter in place of the parameters
             # while a forward or backward runs (a guard starts its next tracer there when it
             # stops mid-forward). Their gradients reach the FlatParameter, hooked below.
-            if param.requires_grad and param.is_leaf and not is_lazy(param) and id(param) not in self._hooked:
-                self._hooked.add(id(param))
-                if param._post_accumulate_grad_hooks is None:
-                    self._had_none.append(param)
-                owner, _, short = qualified.rpartition(".")
-                name = f"{short}.grad"  # one string for every firing of this parameter
-                fire = self.tracer.contain.hook(lambda p, o=owner, n=name, q=qualified: self._fire(p, o, n, q),
-                                                f"its gradient hook on {qualified}")
+            if param.requires_grad and param.is_leaf and not isinstance(param, UninitializedTensorMixin) \
+                    and id(param) not in hooked:
+                hooked.add(id(param))
                 if type(param) in _PLAIN:
                     # What register_post_accumulate_grad_hook does for a plain tensor, without
                     # a RemovableHandle per parameter per run (nor user_hooks.py's check of
                     # who registers it: hooktui does).
                     hooks = param._post_accumulate_grad_hooks
                     if hooks is None:
+                        self._had_none.append(param)
                         hooks = param._post_accumulate_grad_hooks = OrderedDict()
                     key = RemovableHandle.next_id
                     RemovableHandle.next_id = key + 1
                     hooks[key] = fire
                     self._placed.append((param, key))
                 else:  # a subclass may handle the registration itself (__torch_function__)
+                    if param._post_accumulate_grad_hooks is None:
+                        self._had_none.append(param)
                     self._handles.append(param.register_post_accumulate_grad_hook(fire))
+
+    def _fire_hook(self, param: torch.Tensor) -> None:
+        """Every parameter's post-accumulate-grad hook (one function for all: its names are
+        looked up, not bound into a closure per parameter per run); contained (contain.py)."""
+        try:
+            self._fire(param, *self._names[id(param)])
+        except Exception as exc:
+            contain = self.tracer.contain
+            if contain.passes(exc):
+                raise
+            known = self._names.get(id(param))
+            contain.failed(f"its gradient hook on {known[2] if known else 'a parameter'}", exc)
 
     def note_accumulator(self, node) -> None:
         """An AccumulateGrad node of a backward's graph (the tracer walks them all as the
@@ -135,6 +156,7 @@ class ParamGradHooks:
         self._nodes.clear()
         self._bad_before.clear()
         self._kinds = None
+        self._names = {}
 
     def _fire(self, param: torch.Tensor, owner: str, name: str, qualified: str) -> None:
         tracer = self.tracer
@@ -177,6 +199,16 @@ class ParamGradHooks:
 
 # Types whose hook registration is torch.Tensor's own (no __torch_function__ of their own).
 _PLAIN = (torch.Tensor, nn.Parameter)
+
+
+def _names_of(params) -> dict[int, tuple[str, str, str]]:
+    """id(param) -> (owner, "<short>.grad", qualified), from named parameters (or a walk)."""
+    params = params.params if isinstance(params, ModelWalk) else params
+    out = {}
+    for qualified, param in params:
+        owner, _, short = qualified.rpartition(".")
+        out[id(param)] = (owner, f"{short}.grad", qualified)  # one string for every firing of it
+    return out
 
 
 def _calls_text(calls: list[int]) -> str:

@@ -72,7 +72,7 @@ from .call_outputs import OutputSlot, output_slots
 from .contain import Containment, failure_text
 from .final_grads import fire_final_grads
 from .legacy import LegacyHooks
-from .model_walk import ModelWalk
+from .model_walk import ModelWalk, walk_of
 from .module_hooks import ForwardHooks
 from .naming import call_tensors, indexed, named_tensors
 from .node_steps import NodeSteps
@@ -223,11 +223,11 @@ class Tracer:
         self.phase = "forward"
         # hooktui's own failures stay inside its hooks (contain.py).
         self.contain = Containment()
-        walk = self._walk = walk or ModelWalk(model)
+        walk = self._walk = walk or walk_of(model)
         self._modules = dict(walk.modules)
         # id(module) -> (name, type name): what every firing of the module repeats.
-        self._module_facts = {id(m): (name, type(m).__name__) for name, m in walk.modules}
-        self.param_names = {id(p): name for name, p in walk.params}
+        self._module_facts = walk.facts
+        self.param_names = walk.param_names
         # Lazy parameters appear during the first forward: walked again when backward starts.
         self._lazy = walk.has_lazy
         # Legacy firings are always counted (their numbers are taken), recorded with `legacy`.
@@ -293,7 +293,7 @@ class Tracer:
             hooks = [torch.compiler.disable(h) for h in hooks]
         pre_hook, post_hook, raised_hook = hooks
         self._root_pre = pre_hook
-        self._scripted_notes = scripted.notes_by_parent(self._walk.modules)
+        self._scripted_notes = self._walk.derived("scripted_notes", lambda w: scripted.notes_by_parent(w.modules))
         for _, module in self._walk.modules:
             if scripted.is_scripted(module):
                 continue  # PyTorch refuses hooks there (scripted.py)

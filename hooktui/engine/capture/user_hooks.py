@@ -142,9 +142,9 @@ class UserHooks:
         walk = walk or ModelWalk(model)
         self._slots = discover(model, walk)
         self.infos: list[UserHookInfo] = [s.info for s in self._slots]
-        self._names = {id(m): name for name, m in walk.modules}
+        self._names = walk.derived("names", lambda w: {id(m): name for name, m in w.modules})
         self._modules = dict(walk.modules)
-        self._param_names = {id(p): name for name, p in walk.params}
+        self._param_names = walk.param_names
         # UserHookInfo.id -> what FSDP's or TP's hook does (None: the user's own), found at its first call.
         self._library: dict[int, str | None] = {}
         self._tracer: UserHookHost | None = None

@@ -40,6 +40,13 @@ def _attr_of(cls: type) -> str | None:
     return next((WRAPPED_BY[c.__name__] for c in cls.__mro__ if c.__name__ in WRAPPED_BY), None)
 
 
+@functools.lru_cache(maxsize=1024)
+def class_names(cls: type) -> frozenset[str]:
+    """The names of `cls` and of its bases, once per class (every run asks for every module
+    whether it is one of the wrappers: DDP, FSDP1, FSDP2's FSDPModule...)."""
+    return frozenset(c.__name__ for c in cls.__mro__)
+
+
 def user_names(named_modules: list[tuple[str, nn.Module]]) -> dict[str, str]:
     """Raw module name -> the name shown (parents listed before their children, as
     `named_modules()` lists them)."""

@@ -31,7 +31,7 @@ from torch import nn
 
 from ..autograd import nodes
 from ..capture import hunt
-from ..capture.model_walk import ModelWalk
+from ..capture.model_walk import ModelWalk, walk_of
 from ..capture.tracer import Emit, LiveFiring, OnBackward, Tracer
 from ..capture.user_hooks import UserHooks
 from ..summaries import lazy_stats
@@ -59,7 +59,7 @@ class TracedRun:
         on_backward_end: OnBackward | None = None,
     ) -> None:
         self.model = model
-        self.walk = walk if walk is not None else ModelWalk(model)
+        self.walk = walk if walk is not None else walk_of(model)
         # The model's own hooks (found now; those registered during the run are added).
         self.user_hooks = user_hooks if user_hooks is not None else UserHooks(model, self.walk)
         self.tracer = Tracer(model, emit, options, legacy=legacy, param_grads=param_grads, walk=self.walk,

@@ -29,7 +29,7 @@ from torch.utils._pytree import tree_map_only
 from ..analysis.breakpoints import Breakpoint
 from ..autograd import nodes
 from ..capture import collector
-from ..capture.model_walk import ModelWalk
+from ..capture.model_walk import ModelWalk, walk_of
 from ..capture.quit import QuitRequested
 from ..capture.source import RUNNER_FUNCTION
 from ..capture.tracer import LiveFiring, Tracer
@@ -73,8 +73,13 @@ class Trace:
 
 def describe_modules(model: nn.Module, walk: ModelWalk | None = None) -> list[ModuleInfo]:
     """Modules and their parameters' shapes; a lazy module's parameters have none until its
-    first forward (`ModelWalk.has_lazy` then says to describe again)."""
+    first forward (`ModelWalk.has_lazy` then says to describe again). Described once per
+    walk (a walk kept from run to run: model_walk.py), a list of its own for each caller."""
     walk = walk if walk is not None else ModelWalk(model)
+    return list(walk.derived("module_infos", _described))
+
+
+def _described(walk: ModelWalk) -> list[ModuleInfo]:
     return [
         ModuleInfo(
             name=name,
@@ -175,7 +180,7 @@ class Session:
         self._run: TracedRun | None = None
         # The model's own hooks (found now; those registered during the run are added).
         # The model's modules and parameters, walked once for everything the run sets up.
-        self._walk = ModelWalk(model)
+        self._walk = walk_of(model)  # kept from the last run on this model if it has not changed
         self.user_hooks = UserHooks(model, self._walk)
         device = next((str(p.device) for _, p in self._walk.params), "cpu")
         if step is not None and (self.pipeline is not None or losses is not None):

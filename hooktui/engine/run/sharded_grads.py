@@ -27,6 +27,8 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from ..capture.wrappers import class_names
+
 _ABSENT = object()
 
 # (object, attribute) pairs: FSDP2's per-parameter state, per param group, FSDP1's flat parameter.
@@ -108,7 +110,7 @@ def _unsharded(fsdp_param) -> torch.Tensor | None:
 
 
 def _fsdp2_groups(module: nn.Module) -> Iterator:
-    if not any(cls.__name__ == "FSDPModule" for cls in type(module).__mro__):
+    if "FSDPModule" not in class_names(type(module)):
         return iter(())
     state = getattr(module, "_get_fsdp_state", None)
     try:
@@ -123,7 +125,7 @@ def _fsdp2_groups(module: nn.Module) -> Iterator:
 
 
 def _fsdp1_flat(module: nn.Module) -> torch.Tensor | None:
-    if not any(cls.__name__ == "FullyShardedDataParallel" for cls in type(module).__mro__):
+    if "FullyShardedDataParallel" not in class_names(type(module)):
         return None
     flat = getattr(module, "_flat_param", None)
     return flat if isinstance(flat, torch.Tensor) and hasattr(flat, "_fqns") else None
