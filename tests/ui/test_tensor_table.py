@@ -358,9 +358,11 @@ def test_every_fill_leaves_the_screen_a_whole_repaint_would_draw_at_every_size()
             await pilot.pause()
             table.scroll_to(x=30, animate=False)
             await pilot.pause()
-            for step in range(3):  # scrolled right, the cells change
-                table.fill(COLUMNS, [w + 40 for w in _widths(_rows(9))], _rows(9 + step), 2 + step)
+            for step in range(3):  # scrolled right, the cells and widths change: it stays scrolled
+                rows = _rows(9 + step)
+                table.fill(COLUMNS, [w + 40 - step for w in _widths(rows)], rows, 2 + step)
                 await pilot.pause()
+                assert table.scroll_offset.x == 30
                 assert _screen(app) == await _whole_repaint(app, pilot), (size, "scrolled", step)
             await pilot.resize_terminal(size[0] - 7, size[1] - 3)
             await pilot.pause()
