@@ -147,7 +147,8 @@ class TensorTable(ScrollView, can_focus=True):
             self._refresh_row(self._hover_row)
         self._set_virtual_size(Size(self._total, len(self._rows) + 1))
         if new_columns:  # the header and every row held before or now, as far as they are on screen
-            self.refresh(Region(0, 0, max(self.size.width, self._total), 1 + max(len(self._rows), len(old_rows)) - round(self.scroll_y)))
+            lines = 1 + max(len(self._rows), len(old_rows)) - round(self.scroll_y)
+            self.refresh(Region(0, 0, max(self.size.width, self._total), max(1, lines)))
         else:
             for row in range(max(len(self._rows), len(old_rows))):
                 if row >= len(self._rows) or row >= len(old_rows) or not _drawn_alike(self._rows[row], old_rows[row]):

@@ -15,7 +15,7 @@ from ...engine.analysis.compare import TensorDiff
 from ...engine.records.records import Event, TensorRecord
 from ...engine.records.format import number, shape_text, stats_line
 from ..messages import TensorChosen
-from .tensor_table import TensorTable
+from .tensor_table import PADDING, TensorTable
 from .text_update import set_text
 
 # `view --against`: tensor name -> (the other run's tensor, how the two compare).
@@ -107,7 +107,6 @@ def twin_cells(twins: Twins | None, name: str) -> tuple[Text, Text]:
 # Columns left out, in this order, when the table would not fit the pane: a column cut
 # partway (`histogr`) says nothing.
 DROPPABLE = ("histogram", "B")
-CELL_PADDING = 1  # the table's, each side of every column (tensor_table.PADDING)
 
 
 def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int) -> tuple[list[str], list[int]]:
@@ -117,7 +116,7 @@ def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int
     slot's own name and `…`); then a column of DROPPABLE is shown only if it fits whole."""
     if room <= 0:
         return list(columns), list(widths)
-    pad = 2 * CELL_PADDING
+    pad = 2 * PADDING  # the table's, each side of every column
     used = sum(w + pad for c, w in zip(columns, widths) if c not in DROPPABLE)
     label = widths[0]
     if used > room:
