@@ -634,7 +634,7 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
 
     def action_pane(self, name: str) -> None:
         pane = self.lower.reveal(name)
-        target = pane.query("DataTable, Tree, ValuesGrid").first() if pane.query("DataTable, Tree, ValuesGrid") else pane
+        target = pane.query("DataTable, Tree, ValuesGrid, TensorTable").first() if pane.query("DataTable, Tree, ValuesGrid, TensorTable") else pane
         self.call_after_refresh(target.focus)
 
     def action_slice(self, delta: int) -> None:

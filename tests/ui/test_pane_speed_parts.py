@@ -1,7 +1,7 @@
 """The pieces that make a step cheap to draw, checked against what they replace: the
-segments of a short cell (the values grid's) against Rich's own rendering, a PaneTable
-against a stock DataTable, the TextView against the width it shows, and neither asking for
-a layout of the screen when its contents change."""
+segments of a short cell (the values grid's and the tensors table's) against Rich's own
+rendering, the TextView against the width it shows, without a layout of the screen when
+its contents change. (The tensors table against a stock DataTable: test_tensor_table.py.)"""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from rich.padding import Padding
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.renderables.styled import Styled
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
-from hooktui.ui.widgets.pane_table import PaneTable, cell_segments
+from hooktui.ui.widgets.line_cells import cell_segments
 from hooktui.ui.widgets.text_view import TextView
 
 from ui_helpers import run
@@ -37,130 +36,6 @@ def test_cell_segments_are_the_segments_rich_makes():
                 own = (pre + console.get_style(cell.style) + post) if cell.style else edge
                 spare = width - 2 * padding - cell.cell_len
                 assert [cell_segments(cell.plain, cell.justify, spare, padding, edge, own)] == expected, (cell, width, padding, post)
-
-
-class Tables(App):
-    CSS = "DataTable { width: 1fr; height: 1fr; }"
-
-    def compose(self) -> ComposeResult:
-        with Horizontal():
-            yield PaneTable(cursor_type="cell", fixed_columns=1, id="pane")
-            yield DataTable(cursor_type="cell", fixed_columns=1, id="stock")
-
-    def fill(self, rows: list[list[Text]]) -> None:
-        for table in self.query(DataTable):
-            table.clear(columns=True)
-            table.add_column("", key="row", width=1)
-            for c in range(len(rows[0])):
-                table.add_column(str(c), key=str(c), width=max(len(str(c)), *(r[c].cell_len for r in rows)))
-            for r, row in enumerate(rows):
-                table.add_row(Text(str(r), style="bold"), *row)
-
-
-def _grid(seed: int, cols: int = 14) -> list[list[Text]]:
-    return [[Text(f"{(seed * 7 + r * cols + c) % 23 - 11.5:.3g}", style="dim" if c % 5 == 0 else "", justify="right")
-             for c in range(cols)] for r in range(4)]
-
-
-def test_pane_table_draws_what_a_data_table_draws_without_a_layout():
-    async def go():
-        app = Tables()
-        async with app.run_test(size=(100, 12)) as pilot:
-            app.set_focus(None)  # focus tints a table: compare them alike
-            layouts = []
-            screen = app.screen
-            original = screen._refresh_layout
-            screen._refresh_layout = lambda *a, **k: (layouts.append(1), original(*a, **k))[1]
-            for seed in range(3):
-                app.fill(_grid(seed, cols=3 + 5 * seed))  # each fill has other columns and widths
-                await pilot.pause()
-                await pilot.pause()
-                pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
-                assert pane.virtual_size == stock.virtual_size
-                region = Region(0, 0, pane.size.width, pane.size.height)
-                assert pane.render_lines(region) == stock.render_lines(region)
-                pane.move_cursor(row=2, column=3)
-                stock.move_cursor(row=2, column=3)
-                await pilot.pause()
-                assert pane.render_lines(region) == stock.render_lines(region)
-            # The stock table asked for layouts; the pane table's fills alone would not have.
-            assert layouts
-
-        app = Tables()
-        async with app.run_test(size=(100, 12)) as pilot:
-            app.query_one("#stock").remove()
-            await pilot.pause()
-            app.fill(_grid(0, cols=3))
-            await pilot.pause()
-            layouts = []
-            screen = app.screen
-            original = screen._refresh_layout
-            screen._refresh_layout = lambda *a, **k: (layouts.append(1), original(*a, **k))[1]
-            for seed in range(1, 4):
-                app.fill(_grid(seed, cols=3 + seed))  # fits without a horizontal scrollbar: no layout
-                await pilot.pause()
-                await pilot.pause()
-            assert not layouts
-            app.fill(_grid(9, cols=40))  # a horizontal scrollbar appears: that needs a layout
-            await pilot.pause()
-            await pilot.pause()
-            assert layouts and app.query_one(PaneTable).show_horizontal_scrollbar
-
-    run(go())
-
-
-def _same_drawing(pane: DataTable, stock: DataTable) -> None:
-    region = Region(0, 0, pane.size.width, pane.size.height)
-    drawn, expected = pane.render_lines(region), stock.render_lines(region)
-    assert [strip.text for strip in drawn] == [strip.text for strip in expected]
-    assert drawn == expected  # segment by segment, styles and the meta clicks read included
-
-
-def test_pane_table_rows_match_a_data_table_focused_hovered_scrolled_and_by_row():
-    """PaneTable draws what a stock DataTable draws in every state that styles a cell
-    differently: focus, the cursor on the fixed column, hover, scrolled both ways, a row
-    cursor (the tensors pane), and a cell with spans."""
-    async def go():
-        app = Tables()
-        async with app.run_test(size=(100, 12)) as pilot:
-            rows = _grid(5, cols=30) + _grid(6, cols=30) + _grid(7, cols=30)  # wider and taller than the table
-            rows[1][2] = Text.assemble(("1", "bold"), ("2", "italic"), justify="right")
-            app.fill(rows)
-            await pilot.pause()
-            pane, stock = app.query_one("#pane", DataTable), app.query_one("#stock", DataTable)
-            assert pane.show_horizontal_scrollbar and pane.show_vertical_scrollbar
-            for table in (pane, stock):
-                table.move_cursor(row=1, column=0)  # the fixed column: its own cursor style
-            await pilot.pause()
-            await _same_focused(pilot, pane, stock)
-            app.set_focus(None)
-            await pilot.pause()
-            _same_drawing(pane, stock)
-            for table in (pane, stock):
-                table.move_cursor(row=11, column=25)  # scrolls both ways
-                table._set_hover_cursor(True)
-                table.hover_coordinate = table.hover_coordinate._replace(row=10, column=24)  # on screen
-            await pilot.pause()
-            assert pane.scroll_offset == stock.scroll_offset and pane.scroll_offset.x > 0 and pane.scroll_offset.y > 0
-            _same_drawing(pane, stock)
-            for table in (pane, stock):
-                table.cursor_type = "row"
-                table.move_cursor(row=3)
-            await pilot.pause()
-            _same_drawing(pane, stock)
-            await _same_focused(pilot, pane, stock)
-
-    run(go())
-
-
-async def _same_focused(pilot, pane: DataTable, stock: DataTable) -> None:
-    """Each table drawn with the focus, in turn, draws the same."""
-    pilot.app.set_focus(stock)
-    await pilot.pause()
-    focused_stock = stock.render_lines(Region(0, 0, stock.size.width, stock.size.height))
-    pilot.app.set_focus(pane)
-    await pilot.pause()
-    assert pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)) == focused_stock
 
 
 class Texts(App):

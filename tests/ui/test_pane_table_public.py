@@ -1,11 +1,12 @@
 """The tensors pane's table stays on Textual's public API (issue 30, item 5).
 
-PaneTable once overrode four of DataTable's private methods, copied from Textual 8.x: a
-Textual release could change them and break the table without a word. These tests fail if
-pane_table.py defines or touches a `_`-prefixed name of a Textual class again: its classes
-must not define one that a Textual base class has (an override, or an attribute shadowing
-Textual's), and its source must touch no `_name` that it does not define itself (a call to
-DataTable's private methods, `super()._name`, `getattr(obj, "_name")`).
+The table (then PaneTable, a DataTable) once overrode four of DataTable's private methods,
+copied from Textual 8.x: a Textual release could change them and break the table without a
+word. These tests fail if tensor_table.py (TensorTable, which replaced it) defines or
+touches a `_`-prefixed name of a Textual class: its classes must not define one that a
+Textual base class has (an override, or an attribute shadowing Textual's), and its source
+must touch no `_name` that it does not define itself (a call to DataTable's private
+methods, `super()._name`, `getattr(obj, "_name")`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from types import ModuleType
 
 import pytest
 
-from hooktui.ui.widgets import pane_table
+from hooktui.ui.widgets import tensor_table
 
-MODULES = [pane_table]  # a module that replaces pane_table.py goes here
+MODULES = [tensor_table]  # a module that replaces tensor_table.py goes here
 
 
 def _private(name: str) -> bool:
@@ -105,9 +106,9 @@ def test_the_table_uses_no_private_name_of_textual(module):
 
 
 BAD = """
-from hooktui.ui.widgets.pane_table import PaneTable
+from textual.widgets import DataTable
 
-class Overriding(PaneTable):
+class Overriding(DataTable):
     def _render_cell(self, *args, **kwargs):  # DataTable's private method
         return super()._render_cell(*args, **kwargs)
 

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 
 from hooktui.ui.app import HooktuiApp
-from hooktui.ui.widgets.pane_table import PaneTable
+from hooktui.ui.widgets.tensor_table import TensorTable
 from hooktui.ui.widgets.text_view import TextView
 from hooktui.ui.widgets.values_grid import ValuesGrid
 
@@ -57,7 +57,7 @@ async def _whole_repaint(app, pilot) -> list:
 
 
 class One(App):
-    CSS = "TextView { height: 12; } ValuesGrid { height: 12; } PaneTable { height: 10; }"
+    CSS = "TextView { height: 12; } ValuesGrid { height: 12; } TensorTable { height: 10; }"
 
     def __init__(self, widget) -> None:
         super().__init__()
@@ -117,26 +117,21 @@ def test_the_values_grid_repaints_the_rows_that_changed_never_the_blank_lines_be
 
 
 def test_the_tensors_table_repaints_its_rows_not_the_blank_lines_below():
-    def fill(table: PaneTable, rows: list[list[str]]) -> None:
-        table.refill(len(rows))
-        table.clear(columns=True)
-        for c in range(len(rows[0])):
-            table.add_column(str(c), key=str(c), width=8)
-        for r, row in enumerate(rows):
-            table.add_row(*map(Text, row), key=str(r))
+    def fill(table: TensorTable, rows: list[list[str]], width: int = 8) -> None:
+        table.fill([str(c) for c in range(len(rows[0]))], [width] * len(rows[0]), [list(map(Text, row)) for row in rows])
 
     async def go():
-        table = PaneTable(cursor_type="row")
+        table = TensorTable()
         app = One(table)
         async with app.run_test(size=(60, 14)) as pilot:
             fill(table, [["a", "b"], ["c", "d"], ["e", "f"]])
             await pilot.pause()
             sent = _sent_lines(app)
-            table.set_cells([("1", "1", Text("D"))])  # one cell: its row only (line 2, under the header)
+            fill(table, [["a", "b"], ["c", "D"], ["e", "f"]])  # one cell: its row only (line 2, under the header)
             await pilot.pause()
             assert sorted(set(sent)) == [2]
             sent.clear()
-            fill(table, [["x", "y"]])  # refilled: the header and the three rows it held, not the blank lines
+            fill(table, [["x", "y"]], width=9)  # other widths: the header and the three rows it held, not the blank lines
             await pilot.pause()
             await pilot.pause()
             assert sent and max(sent) <= 3, sent

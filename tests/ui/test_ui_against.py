@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-from textual.widgets import DataTable
-
 from hooktui.engine.analysis.compare import compare
 from hooktui.engine.run.loader import load_target
 from hooktui.engine.records.records import Event
@@ -44,8 +42,8 @@ def test_view_against_opens_at_the_first_divergence():
             rows = ["".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()]
             marked = [r for r in rows if "≠" in r and (" fwd " in r or " bwd " in r)]  # timeline rows
             assert len(marked) == 1 and "≠1st" in marked[0] and " fc2 " in marked[0]
-            table = app.query_one(TensorsPane).query_one(DataTable)
-            columns = [str(c.label) for c in table.ordered_columns]
+            table = app.query_one(TensorsPane).table
+            columns = table.column_labels
             assert columns[:5] == ["tensor", "shape", "vs B", "stats", "B"]
             cells = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
             assert str(cells["output"][2]).startswith("≠") and "max" in str(cells["output"][2])

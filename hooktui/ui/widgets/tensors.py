@@ -9,14 +9,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ...engine.analysis.compare import TensorDiff
 from ...engine.records.records import Event, TensorRecord
 from ...engine.records.format import number, shape_text, stats_line
 from ..messages import TensorChosen
+from .tensor_table import PADDING, TensorTable
 from .text_update import set_text
-from .pane_table import PaneTable
 
 # `view --against`: tensor name -> (the other run's tensor, how the two compare).
 Twins = dict[str, tuple[TensorRecord | None, TensorDiff]]
@@ -107,7 +107,6 @@ def twin_cells(twins: Twins | None, name: str) -> tuple[Text, Text]:
 # Columns left out, in this order, when the table would not fit the pane: a column cut
 # partway (`histogr`) says nothing.
 DROPPABLE = ("histogram", "B")
-CELL_PADDING = 1  # DataTable's, each side of every column
 
 
 def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int) -> tuple[list[str], list[int]]:
@@ -117,7 +116,7 @@ def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int
     slot's own name and `…`); then a column of DROPPABLE is shown only if it fits whole."""
     if room <= 0:
         return list(columns), list(widths)
-    pad = 2 * CELL_PADDING
+    pad = 2 * PADDING  # the table's, each side of every column
     used = sum(w + pad for c, w in zip(columns, widths) if c not in DROPPABLE)
     label = widths[0]
     if used > room:
@@ -134,11 +133,6 @@ def fit_columns(columns: list[str], widths: list[int], room: int, label_min: int
     return kept, kept_widths
 
 
-def _drawn_alike(a: Text, b: Text) -> bool:
-    """Cells that draw the same (Text's own == leaves out its style)."""
-    return a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify
-
-
 class TensorsPane(Vertical):
     ALLOW_MAXIMIZE = True  # `z` zooms the whole pane, not the table inside it
     """A summary and the notes, then one row per tensor: name, shape, stats one-liner,
@@ -147,7 +141,7 @@ class TensorsPane(Vertical):
     DEFAULT_CSS = """
     TensorsPane { height: 1fr; }
     TensorsPane > #notes { height: auto; max-height: 5; padding: 0 1; }  /* NOTES_ROWS */
-    TensorsPane > DataTable { height: 1fr; scrollbar-size: 1 1; }
+    TensorsPane > TensorTable { height: 1fr; scrollbar-size: 1 1; }
     """
 
     def __init__(self, event: Event | None = None, selected: int = 0, against: Callable[[Event], Twins | None] | None = None, **kwargs) -> None:
@@ -156,20 +150,19 @@ class TensorsPane(Vertical):
         self._event = event
         self._selected = selected
         self._fitted_size = Size(0, 0)  # the size the columns were last fitted to
-        self._drawn: tuple | None = None  # ((columns, widths, rows, size), cells) in the table now
         self.against = against  # the other run's tensors (`view --against`), else None
 
     def compose(self) -> ComposeResult:
         yield Static(id="notes")
-        yield PaneTable(cursor_type="row", zebra_stripes=False, id="tensor-table")
+        yield TensorTable(id="tensor-table")
 
     def on_mount(self) -> None:
         self._composed = True
         self.show(self._event, self._selected)
 
     @property
-    def table(self) -> DataTable:
-        return self.query_one(DataTable)
+    def table(self) -> TensorTable:
+        return self.query_one(TensorTable)
 
     def columns_for(self, event: Event) -> list[str]:
         # With `--against`, how the tensor compares comes before the long statistics: seen at 80 columns.
@@ -182,13 +175,12 @@ class TensorsPane(Vertical):
 
     def show(self, event: Event | None, selected: int = 0) -> None:
         self._event, self._selected = event, selected
-        if not self._composed or not self.query(DataTable):
+        if not self._composed or not self.query(TensorTable):
             return  # on_mount shows it (no table: being removed, as the lower panes recompose)
         table = self.table
         head = self.query_one("#notes", Static)
         if event is None:
-            table.clear(columns=True)
-            self._drawn = None
+            table.clear()
             set_text(head, "")
             return
         columns = self.columns_for(event)
@@ -230,23 +222,9 @@ class TensorsPane(Vertical):
                 cells[0] = cells[0].copy()
                 cells[0].truncate(widths[0], overflow="ellipsis")
             shown.append(cells)
-        frame = (tuple(kept), tuple(widths), len(shown), self.size)
-        drawn = self._drawn
-        self._drawn = (frame, shown)
-        if drawn is not None and drawn[0] == frame and table.row_count == len(shown):
-            # The same columns, widths and number of rows (the next firing of the same kind):
-            # the cells that changed, and only their rows drawn again (table.set_cells).
-            table.set_cells([(str(r), kept[c], new) for r, (now, was) in enumerate(zip(shown, drawn[1]))
-                             for c, (new, old) in enumerate(zip(now, was)) if not _drawn_alike(new, old)])
-        else:
-            table.refill(len(shown))
-            table.clear(columns=True)
-            for column, width in zip(kept, widths):
-                table.add_column(column, key=column, width=width)
-            for position, cells in enumerate(shown):
-                table.add_row(*cells, key=str(position))
-        if event.tensors:
-            table.move_cursor(row=max(0, min(selected, len(event.tensors) - 1)), animate=False, scroll=True)
+        # The table repaints the rows whose cells changed (all of them, and the header, when
+        # the columns or their widths did).
+        table.fill(kept, widths, shown, cursor=selected)
 
     def _within_notes_height(self, text: Text) -> Text:
         """The summary and notes cut to the rows #notes has (NOTES_ROWS), the last row
@@ -278,7 +256,6 @@ class TensorsPane(Vertical):
         if self._composed and self.size != self._fitted_size:
             self.show(self._event, self.table.cursor_row)
 
-    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+    def on_tensor_table_row_highlighted(self, message: TensorTable.RowHighlighted) -> None:
         message.stop()
-        if message.row_key is not None and message.row_key.value is not None:
-            self.post_message(TensorChosen(int(message.row_key.value)))
+        self.post_message(TensorChosen(message.cursor_row))

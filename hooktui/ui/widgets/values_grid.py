@@ -32,7 +32,7 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .pane_table import cell_segments
+from .line_cells import cell_segments
 
 HEADER = -1  # the row index of the header, as DataTable numbers it
 _BLANK = Text("")

@@ -1,0 +1,33 @@
+"""One-line table cells as segments, without Rich: what the values grid and the tensors
+table draw their cells with.
+
+A DataTable renders each cell as `Styled(Padding(text, (0, padding)), pre, post)` through
+Rich's console (measuring, wrapping and justifying a renderable of any kind). For a one-line
+Text without spans the result is a handful of segments that follow from the text, its
+style and the cell's width: `cell_segments` makes them directly
+(tests/ui/test_pane_speed_parts.py checks them against Rich's own rendering).
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+
+
+def cell_segments(plain: str, justify: str | None, spare: int, padding: int, edge: Style, own: Style) -> list[Segment]:
+    """The segments Rich makes of a one-line text that fits its cell with `spare` columns
+    left: `own` the text's style, `edge` the cell's (padding and the space outside the text)."""
+    line: list[Segment] = []
+    if padding:
+        line.append(Segment(" " * padding, edge))
+    if justify == "right":
+        line.append(Segment(" " * spare + plain, own))
+    elif justify == "left":
+        line.append(Segment(plain + " " * spare, own))
+    else:  # "default": the text, then padding outside it
+        line.append(Segment(plain, own))
+        if spare:
+            line.append(Segment(" " * spare, edge))
+    if padding:
+        line.append(Segment(" " * padding, edge))
+    return line
