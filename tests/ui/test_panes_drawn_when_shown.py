@@ -169,6 +169,10 @@ def test_a_resize_that_shows_more_panes_shows_the_firing_on_screen(seed_trace):
             await pilot.press("x")
             await wait_for(pilot, lambda: "explain" in app.lower.visible_panes(), "the explain tab")
             _shows_current(app, "explain")
+            # The tabs composed again are watched too: a switch shows the firing at once.
+            await _step_to(pilot, _differing(app, "tensors", app.history.cursor))
+            app.lower.query_one("#tabs", TabbedContent).active = "tab-tensors"
+            _shows_current(app, "tensors")
 
     run(script())
 
