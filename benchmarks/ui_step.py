@@ -1,6 +1,7 @@
 """How long the app takes to show the next firing when `n` is pressed at a live pause.
 
-A 1,000-module model (a deep stack of Linear(8, 8)) runs in the headless app at 120x40:
+A 1,000-module model (a deep stack of Linear(8, 8)) runs in the headless app at 120x40
+(or the size given: `ui_step.py 80x24`, where the lower panes are tabs):
 `c` with a breakpoint on one module's backward_pre lets it run to about firing 5,000, in
 the middle of its backward, where it pauses. Then `n` is pressed 60 times. Each step is a
 real one: the model thread is released, runs to its next firing, records it and pauses
@@ -53,6 +54,7 @@ MODULES = 1000  # 999 Linear layers and the Sequential holding them
 HISTORY = 5000  # firings in the history when the steps start
 STEPS = 60
 COUNTED = 5  # untimed steps whose changed cells are counted (the fair floor's size)
+SIZE = (120, 40)  # the terminal's, for the app and both floors (main's first argument sets it)
 
 
 def stop_module(layers: int, history: int) -> str:
@@ -123,7 +125,7 @@ async def measure() -> tuple[list[float], list[float], int, list[float], tuple[i
     session = Session(model, x, pause=True, label="deep_linear")
     session.add_breakpoint(Breakpoint.on_module(stop_module(MODULES - 1, HISTORY), phase="backward", hook="backward_pre"))
     app = TimedApp(LiveSource(session), show_timings=False)
-    async with app.run_test(size=(120, 40), notifications=False) as pilot:
+    async with app.run_test(size=SIZE, notifications=False) as pilot:
         await _until(pilot, lambda: app.source.state == "paused" and len(app.history) >= 1, 60)
         await pilot.press("c")
         await _until(pilot, lambda: app.source.state == "paused" and len(app.history) > HISTORY // 2, 300)
@@ -183,7 +185,7 @@ class SameChangeApp(BareApp):
     def __init__(self, cells: int, lines: int) -> None:
         super().__init__()
         self.lines = max(1, lines)
-        self.width = max(1, min(118, -(-cells // self.lines)))
+        self.width = max(1, min(SIZE[0] - 2, -(-cells // self.lines)))
 
     def compose(self):
         block = Static(self._text(), id="line")
@@ -204,7 +206,7 @@ class SameChangeApp(BareApp):
 
 async def measure_bare(app: BareApp | None = None) -> list[float]:
     app = app or BareApp()
-    async with app.run_test(size=(120, 40), notifications=False) as pilot:
+    async with app.run_test(size=SIZE, notifications=False) as pilot:
         await pilot.pause()
         for i in range(STEPS):
             await pilot.press("n")
@@ -226,12 +228,15 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
+    global SIZE
+    if len(sys.argv) > 1:
+        SIZE = tuple(int(v) for v in sys.argv[1].split("x"))
     torch.set_num_threads(1)
     start = time.perf_counter()
     bare = asyncio.run(measure_bare())
     steps, arrivals, reached, backs, (cells, lines) = asyncio.run(measure())
     same = asyncio.run(measure_bare(SameChangeApp(cells, lines)))
-    print(f"app step at a live pause, 120x40, {MODULES}-module model paused mid-backward with {reached} firings "
+    print(f"app step at a live pause, {SIZE[0]}x{SIZE[1]}, {MODULES}-module model paused mid-backward with {reached} firings "
           f"(load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - start:.0f} s in all):")
     floor, fair = statistics.median(bare), statistics.median(same)
     for label, times in (("bare Textual app, a key that changes one line", bare),

@@ -57,8 +57,7 @@ class NavigationActions:
         if action == "show_error":
             return True if history.error is not None else None
         if action in ("slice", "outer_slice"):
-            pane = self.lower.values_pane if self.is_mounted else None
-            return True if pane is not None and pane.slices > 1 else None
+            return True if self.is_mounted and self.lower.slices > 1 else None
         return True
 
     def action_step(self) -> None:

@@ -296,7 +296,7 @@ def test_values_pane_moves_through_slices():
         async with app.run_test(size=(80, 24), notifications=False) as pilot:
             await pilot.pause()
             await pilot.press("v")
-            values = app.query_one(ValuesPane)
+            values = app.lower.pane("values")
             assert values.slices == 6 and values.slice_no == 0
             await pilot.press("right_square_bracket")
             table = values.query_one(ValuesGrid)

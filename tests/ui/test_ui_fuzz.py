@@ -261,8 +261,6 @@ def test_large_valid_records_draw_a_bounded_part(tmp_path):
     resizes each drawing a bounded part (it drew all of it: 11-44 s), counting what it leaves
     out. What is bounded is asserted here; how long it takes is benchmarks' business (a timed
     assertion failed on a loaded CI machine: 16.6 s to open)."""
-    from hooktui.ui.widgets.autograd import AutogradPane
-    from hooktui.ui.widgets.explain import ExplainPane
     from hooktui.ui.widgets.module_tree import MODULES_SHOWN, ModuleTree
 
     modules = [ModuleInfo("", "Net")] + [ModuleInfo(f"layer{i}", "Linear") for i in range(100_000)]
@@ -291,9 +289,9 @@ def test_large_valid_records_draw_a_bounded_part(tmp_path):
             assert count <= MODULES_SHOWN + 3, count  # the root, the shown modules, "… more"
             last = str(shown.children[-1].label)
             assert last.startswith("… ") and "more modules" in last, last
-            explain = app.query_one(ExplainPane)
+            explain = app.lower.pane("explain")  # drawn first if behind another tab
             assert any("more notes" in s.text for s in explain.statements)
-            tree = app.query_one(AutogradPane).query_one("#autograd-tree")
+            tree = app.lower.pane("autograd").query_one("#autograd-tree")
             labels = [str(child.label) for child in tree.root.children]
             assert labels[-1].startswith("… ") and "more" in labels[-1], labels[-3:]
 

@@ -53,7 +53,7 @@ def test_bang_then_continue_stops_at_the_first_nan_with_where_it_was_born():
             assert event.module == first_nan_grad(SAMPLES / "nan_hunt.py")
             assert app.stops[event.key].breakpoint == Breakpoint.nonfinite()
             await pilot.pause()
-            explain = app.query_one(ExplainPane)
+            explain = app.lower.pane("explain")  # up to date, shown or not
             assert explain.display and explain.is_attached
             text = explain.renderable.renderables[0].plain
             assert text.startswith("■ stopped: NaN/Inf in any tensor: 1 NaN in grad_inputs[0]")
@@ -365,7 +365,7 @@ def test_at_a_nan_stop_the_values_pane_shows_the_bad_tensor_at_its_first_nan():
             stop = app.stops[app.current.key]
             shown = app.lower.tensor
             assert stop.reason.endswith(f" in {shown.name}") and app.current.tensors[0].name != shown.name
-            grid = app.lower.values_pane.query_one("ValuesGrid")
+            grid = app.lower.pane("values").query_one("ValuesGrid")
             row, column = grid.cursor_coordinate
             assert grid.get_cell_at((row, column)).plain == "nan"
             # Independently of the pane: the cell is the first non-finite value of that slice.
@@ -418,7 +418,7 @@ def test_a_saved_stopped_run_opens_at_the_stop_with_its_explanation(tmp_path):
             await pilot.pause()
             await pilot.pause()
             assert app.current.index == stop_index
-            explain = app.query_one(ExplainPane)
+            explain = app.lower.pane("explain")
             text = explain.renderable.renderables[0].plain
             assert text.startswith("■ stopped: NaN/Inf in any tensor: 1 NaN in grad_inputs[0]") and "where it was born" in text
 

@@ -19,7 +19,6 @@ import hooktui  # noqa: E402
 from hooktui.engine.records.format import number  # noqa: E402
 from hooktui.engine.records.trace_file import read_trace_file, write_trace  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
-from hooktui.ui.widgets.values import ValuesPane  # noqa: E402
 from hooktui.ui.widgets.values_grid import ValuesGrid  # noqa: E402
 
 
@@ -32,7 +31,7 @@ def saved_app(tmp_path, trace, stop) -> HooktuiApp:
 
 
 def grid_rows(app) -> list[list[str]]:
-    grid = app.query_one(ValuesPane).query_one(ValuesGrid)
+    grid = app.lower.pane("values").query_one(ValuesGrid)
     return [[str(grid.get_cell_at((r, c))).strip() for c in range(grid.column_count)] for r in range(grid.row_count)]
 
 

@@ -11,7 +11,6 @@ from rich.console import Console
 from hooktui.engine.records.records import position_of
 from hooktui.explain import explain
 from hooktui.ui.app import HooktuiApp
-from hooktui.ui.widgets.explain import ExplainPane
 from hooktui.ui.widgets.lower import LowerPanes
 from hooktui.ui.widgets.timeline import Timeline
 
@@ -115,7 +114,7 @@ def test_legacy_flag_pauses_at_legacy_firings():
         async with paused_at_start(app) as pilot:
             assert app.legacy_shown
             await step_to(pilot, "legacy_backward", "fc1")
-            explain_pane = app.query_one(ExplainPane)
+            explain_pane = app.lower.pane("explain")  # drawn first if behind another tab
             assert explain_pane.statements[-1].ok is False  # the verdict: grad_input ≠ module inputs
             await pilot.press("L")  # hidden while paused at one: the cursor leaves it
             assert app.current.hook != "legacy_backward"
@@ -156,12 +155,11 @@ def test_explain_pane_says_what_explain_returns_and_follows_new_firings():
             await pilot.press("x")
             lower = app.query_one(LowerPanes)
             await wait_for(pilot, lambda: "explain" in lower.visible_panes(), "the explain tab")
-            pane = app.query_one(ExplainPane)
             backward = app.current
 
             def shown() -> str:
                 console = Console(width=500, record=True, file=io.StringIO())
-                console.print(pane.renderable)
+                console.print(app.lower.pane("explain").renderable)
                 return " ".join(console.export_text().replace("`", "").split())
 
             def expected() -> list[str]:

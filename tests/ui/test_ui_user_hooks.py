@@ -8,7 +8,6 @@ from textual.widgets import DataTable
 
 from hooktui.ui.screens.user_hooks import UserHooksScreen
 from hooktui.ui.widgets.module_tree import ModuleTree
-from hooktui.ui.widgets.source_view import SourceView
 
 from ui_helpers import ROOT, paused_at, paused_at_start, run, sample_app, wait_for
 
@@ -58,7 +57,7 @@ def test_hooks_screen_lists_the_users_hook_and_b_breaks_where_it_fires():
             # Paused in it, the Source pane shows the hook's own def line.
             await pilot.press("o")
             await pilot.pause()
-            view = app.query_one(SourceView)
+            view = app.lower.pane("source")
             assert view._source.lineno == HOOK_LINE and "def printgradnorm" in str(view.render())
             await pilot.press("H")
             await wait_for(pilot, lambda: isinstance(app.screen, UserHooksScreen), "the hooks screen")

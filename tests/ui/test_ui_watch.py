@@ -41,7 +41,7 @@ async def add_watch(pilot, expression: str) -> None:
 
 
 def _values(app) -> dict[str, str]:
-    return {v.expression: v.text for v in app.query_one(WatchPane).values}
+    return {v.expression: v.text for v in app.lower.pane("watch").values}
 
 
 def _number(text: str) -> float:
@@ -71,7 +71,7 @@ def test_watches_are_evaluated_again_at_every_firing():
             # Back in the history: a past firing has no live objects, and says so.
             await pilot.press("N")
             await pilot.pause()
-            assert "past firing" in str(app.query_one("#watch-note").render())
+            assert "past firing" in str(app.lower.pane("watch").query_one("#watch-note").render())
             assert all(text.startswith(("no ", "ZeroDivisionError", "0.", "-0.")) for text in _values(app).values())
             rows = screen_rows(app)
             assert any("1/0" in row and "ZeroDivisionError: division by zero" in row for row in rows), rows
@@ -86,7 +86,7 @@ def test_d_removes_the_watch_under_the_cursor():
         async with paused_at_start(app) as pilot:
             await add_watch(pilot, "event.hook")
             await add_watch(pilot, "event.module")
-            table = app.query_one("#watch-table")
+            table = app.lower.pane("watch").query_one("#watch-table")
             await wait_for(pilot, lambda: table.has_focus, "the watch table's focus")
             table.move_cursor(row=0)
             await pilot.press("d")
@@ -110,7 +110,7 @@ def test_a_recorded_trace_says_it_has_no_live_objects():
             values = _values(app)
             assert values["grad_output[0].norm()"] == "no grad_output: a recorded trace has no live objects"
             assert values["event.hook"] == repr(trace.events[0].hook)
-            assert "a recorded trace has no live objects" in str(app.query_one("#watch-note").render())
+            assert "a recorded trace has no live objects" in str(app.lower.pane("watch").query_one("#watch-note").render())
 
     run(script())
 
@@ -125,7 +125,7 @@ def test_a_value_never_reaches_the_terminal_as_control_characters_or_markup():
             rows = screen_rows(app)
             # Shown as those characters (cut to the pane's width), never obeyed nor read as markup.
             assert any("a\\x1b]0;owned\\x07[bold" in row for row in rows), rows
-            assert "\x1b" not in str(app.query_one("#watch-table").get_row_at(0)[1])
+            assert "\x1b" not in str(app.lower.pane("watch").query_one("#watch-table").get_row_at(0)[1])
 
     run(script())
 

@@ -24,7 +24,6 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
 
     from hooktui.engine.records.format import number
     from hooktui.ui.app import HooktuiApp
-    from hooktui.ui.widgets.values import ValuesPane
     from hooktui.ui.widgets.values_grid import ValuesGrid
 
     app = sample_app("cnn.py")
@@ -33,7 +32,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
     async def live():
         async with paused_at_start(app, size=(120, 40)) as pilot:
             await pilot.press("v")
-            values = app.query_one(ValuesPane)
+            values = app.lower.pane("values")
             assert values.tensor.shape == [1, 3, 32, 32] and values.tensor.values_shape == [1, 1, 32, 32]
             assert values.slices == 3  # every channel, though only the first was kept
             await pilot.press("right_square_bracket", "right_square_bracket")  # channel 2
@@ -52,7 +51,7 @@ def test_paused_live_tensor_shows_every_slice_and_a_trace_file_says_what_was_kep
         async with recorded.run_test(size=(120, 40), notifications=False) as pilot:
             await pilot.pause()
             await pilot.press("v")
-            values = recorded.query_one(ValuesPane)
+            values = recorded.lower.pane("values")
             assert values.slices == 1  # `[` `]` are greyed out: the title says why
             title = str(values.query_one("#values-title").render())
             assert "showing the first 1×1×32×32 of (1, 3, 32, 32): the other slices were not kept at this firing" in title

@@ -9,7 +9,6 @@ from hooktui.engine.records.format import number
 from hooktui.engine.records.records import Event, ModuleInfo, TensorRecord, TraceInfo
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.widgets.tensors import TensorsPane
-from hooktui.ui.widgets.values import ValuesPane
 from hooktui.ui.widgets.values_grid import ValuesGrid
 from screen_text import screen_rows
 from ui_helpers import run
@@ -40,7 +39,7 @@ def test_a_vector_wraps_and_cut_values_take_the_room_at_120x40():
     async def script():
         async with app.run_test(size=(120, 40), notifications=False) as pilot:
             await pilot.pause()
-            pane = app.query_one(ValuesPane)
+            pane = app.lower.pane("values")
             grid = pane.query_one(ValuesGrid)
             row_width = pane.parent.size.width
             # The vector: every value on screen, in order, rows named by their first index.

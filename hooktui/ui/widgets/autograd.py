@@ -101,16 +101,23 @@ class AutogradPane(Vertical):
         self._event = event
         if not self._composed:
             return  # on_mount shows it
-        if not self.is_on_screen:
-            # Behind another tab: rebuilding the tree would lay the screen out again at
-            # every step for nothing. Drawn when the pane is shown.
-            self._stale = True
-            return
         self._draw(event)
 
-    def on_show(self) -> None:
-        if self._stale:
+    def hold(self, event: Event | None) -> None:
+        """Take `event` without drawing it: the pane is behind another tab, where rebuilding
+        the tree would lay the screen out again at every step for nothing. `up_to_date`
+        draws it when shown or read."""
+        self._event = event
+        self._stale = True
+
+    def up_to_date(self) -> AutogradPane:
+        """This pane, its head and tree drawn for the firing it was last given."""
+        if self._stale and self._composed:
             self._draw(self._event)
+        return self
+
+    def on_show(self) -> None:
+        self.up_to_date()
 
     def _draw(self, event: Event | None) -> None:
         self._stale = False

@@ -133,11 +133,27 @@ class ExplainPane(TextView):
         self._composed = False
         self._args: tuple = (event, events, info, set(hidden or ()), stop)
         self._key: tuple | None = None
+        self._stale = False  # held (`hold`) and not drawn yet
         self.statements: list[Statement] = []
 
     def on_mount(self) -> None:
         self._composed = True
         self.show(*self._args)
+
+    def hold(self, event: Event | None, events: Sequence[Event], info: TraceInfo | None, hidden: set[str], stop: Stop | None = None) -> None:
+        """Take what `show` takes without explaining it: the pane is not on screen (the
+        lower panes' hidden tabs). `up_to_date` explains it when shown or read."""
+        self._args = (event, events, info, set(hidden), stop)
+        self._stale = True
+
+    def up_to_date(self) -> ExplainPane:
+        """This pane, explaining what it was last given (`statements` and the text then hold)."""
+        if self._stale and self._composed:
+            self.show(*self._args)
+        return self
+
+    def on_show(self) -> None:
+        self.up_to_date()
 
     def show(self, event: Event | None, events: Sequence[Event], info: TraceInfo | None, hidden: set[str], stop: Stop | None = None) -> None:
         """Explain `event` among `events` (and why the run stopped there, if it did). Cheap
@@ -146,6 +162,7 @@ class ExplainPane(TextView):
         self._args = (event, events, info, set(hidden), stop)
         if not self._composed:
             return
+        self._stale = False
         key = (id(event), event.index if event else None, len(events), frozenset(hidden), stop)
         if key == self._key:
             return

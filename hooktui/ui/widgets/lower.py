@@ -3,7 +3,12 @@
 Narrow terminals get one set of tabs; wide ones (WIDE and up) show the tensors across the
 whole width, with the values beside tabs for explain, autograd and source below them. Switching
 layout recomposes the panes from `event` and the chosen tensor, slice and tabs, which this
-container keeps."""
+container keeps.
+
+Only the panes on screen are drawn at a step: the others (every tab but one when narrow,
+the side tabs not chosen when wide) are given the firing and drawn when they are shown (a
+tab switched to, a layout composed again) or read (`pane`, the one way to a pane's content).
+A step of the app costs what it shows, however many tabs there are."""
 
 from __future__ import annotations
 
@@ -74,6 +79,7 @@ class LowerPanes(Widget):
         self._screen_size: Size | None = None  # the terminal's, as last fitted to
         self._watch_values: list = []  # the watches' values at the firing shown (the app's), and its note
         self._watch_note = ""
+        self._tensors_stale = False  # the tensors pane was hidden when the firing shown changed
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -102,7 +108,7 @@ class LowerPanes(Widget):
         share = max(LOWER_MIN, min(round(room * LOWER_SHARE), room - TOP_MIN))
         if self.active != "tensors" or not self.is_mounted:
             return share
-        return max(LOWER_MIN, min(share, TABS + self._panes["tensors"].rows_wanted(size.width)))
+        return max(LOWER_MIN, min(share, TABS + self.pane("tensors").rows_wanted(size.width)))
 
     def _fit_height(self) -> None:
         rows = self.rows_wanted(self._screen_size) if self._screen_size is not None else None
@@ -129,6 +135,7 @@ class LowerPanes(Widget):
             "autograd": AutogradPane(self.event, id="autograd"),
             "source": SourceView(self.event, self.lines_for, call_site(self.event, self.events), id="source"),
         }
+        self._tensors_stale = False  # each pane is drawn from this container's state when mounted
         tabs, side_tabs = PANES, SIDE
         if self.watching:
             panes[WATCH] = WatchPane(self._watch_values, self._watch_note, id=WATCH)
@@ -140,15 +147,64 @@ class LowerPanes(Widget):
             with Horizontal(id="wide-bottom"):
                 yield panes["values"]
                 side = self.active if self.active in side_tabs else self.side_active
-                with TabbedContent(id="side-tabs", initial=f"tab-{side}"):
+                with self._tabs(TabbedContent(id="side-tabs", initial=f"tab-{side}")):
                     for name in side_tabs:
                         with TabPane(TITLES[name], id=f"tab-{name}"):
                             yield panes[name]
         else:
-            with TabbedContent(id="tabs", initial=f"tab-{self.active}"):
+            with self._tabs(TabbedContent(id="tabs", initial=f"tab-{self.active}")):
                 for name in tabs:
                     with TabPane(TITLES[name], id=f"tab-{name}"):
                         yield panes[name]
+
+    def _tabs(self, tabs: TabbedContent) -> TabbedContent:
+        # Told at once when a tab is switched to (after its pane is displayed, before the
+        # screen is laid out and painted), so that it never shows an earlier firing.
+        self.watch(tabs, "active", self._tab_switched, init=False)
+        return tabs
+
+    def _tab_switched(self, active: str) -> None:
+        name = active.removeprefix("tab-")
+        panes = getattr(self, "_panes", {})
+        if name in panes and panes[name].is_attached:
+            self.pane(name)
+
+    def _on_screen(self, pane: Widget) -> bool:
+        """Whether `pane` is displayed (not in a tab behind another): read from the display
+        of it and its containers, which a tab switch sets at once (before any layout). A
+        pane not mounted yet counts as shown: its own mount draws it."""
+        node: Widget | None = pane
+        while node is not None and node is not self:
+            if not node.display:
+                return False
+            node = node.parent  # type: ignore[assignment]
+        return True
+
+    def pane(self, name: str) -> Widget:
+        """Pane `name`, brought up to the firing shown first if it was hidden when that
+        changed. Whatever reads a pane's content (its text, tree, grid, table) goes
+        through here."""
+        pane = self._panes[name]
+        if name == "tensors":
+            if self._tensors_stale:
+                self._tensors_stale = False
+                pane.show(self.event, self.tensor_position)
+        else:
+            pane.up_to_date()
+        return pane
+
+    def _give(self, name: str, *args) -> None:
+        """Hand pane `name` what it shows (its `show` arguments): drawn now when on screen,
+        else held (`hold`: kept, not drawn) until `pane` is asked for it."""
+        pane = self._panes[name]
+        if self._on_screen(pane):
+            if name == "tensors":
+                self._tensors_stale = False
+            pane.show(*args)
+        elif name == "tensors":  # its table belongs to tensors.py: held here
+            self._tensors_stale = True
+        else:
+            pane.hold(*args)
 
     def show(self, event: Event | None, streaming: bool = False) -> None:
         """Show firing `event`; keeps the chosen tensor (and slice) when the new firing
@@ -172,14 +228,14 @@ class LowerPanes(Widget):
         if not self.is_mounted:
             return
         panes = self._panes  # this composition's (kept, not queried: a DOM walk each)
-        panes["tensors"].show(event, self.tensor_position)
+        self._give("tensors", event, self.tensor_position)
         if not streaming:
-            panes["values"].show(self.tensor, self.slice_no)
+            self._give("values", self.tensor, self.slice_no)
             if bad is not None:
-                panes["values"].point_at_first_nonfinite()
+                panes["values"].point_at_first_nonfinite()  # at once, or when drawn
                 self.slice_no = panes["values"].slice_no
-        panes["autograd"].show(event)
-        panes["source"].show(event, call_site(event, self.events))
+        self._give("autograd", event)
+        self._give("source", event, call_site(event, self.events))
         self.refresh_explain()
         if not streaming:  # a new split costs a layout: not while the run streams
             self._fit_height()
@@ -196,17 +252,22 @@ class LowerPanes(Widget):
         if not self.is_mounted:
             return
         stop = self.stops.get(self.event.key) if self.event is not None else None
-        self._panes["explain"].show(self.event, self.events, self.info, self.hidden, stop)
+        self._give("explain", self.event, self.events, self.info, self.hidden, stop)
 
     def show_watches(self, values: list, note: str) -> None:
         """The watches' values at the firing shown (the app evaluates them)."""
         self._watch_values, self._watch_note = list(values), note
         if self.is_mounted and WATCH in self._panes:
-            self._panes[WATCH].show(values, note)
+            self._give(WATCH, values, note)
 
     @property
     def values_pane(self) -> ValuesPane | None:
-        return self._panes["values"] if self.is_mounted else None
+        return self.pane("values") if self.is_mounted else None
+
+    @property
+    def slices(self) -> int:
+        """How many 2-D slices `[` `]` step through in the values pane (drawn or not)."""
+        return self._panes["values"].slices if self.is_mounted else 0
 
     def on_tabbed_content_tab_activated(self, message: TabbedContent.TabActivated) -> None:
         name = (message.pane.id or "").removeprefix("tab-")
@@ -224,11 +285,11 @@ class LowerPanes(Widget):
         self.tensor_position = message.position
         self.slice_no = 0
         if self.is_mounted:
-            self._panes["values"].show(self.tensor, 0)
+            self._give("values", self.tensor, 0)
 
     def step_slice(self, delta: int, outer: bool = False) -> None:
         if self.is_mounted:
-            pane = self._panes["values"]
+            pane = self.pane("values")
             pane.step_slice(delta, outer)
             self.slice_no = pane.slice_no
 
@@ -241,7 +302,7 @@ class LowerPanes(Widget):
         self.active = name
         if name in SIDE or name == WATCH:
             self.side_active = name
-        return pane
+        return self.pane(name) if name in self._panes else pane
 
     def visible_panes(self) -> list[str]:
         """The panes on screen now (not hidden in an inactive tab)."""

@@ -60,13 +60,29 @@ class SourceView(Widget, can_focus=True):
         self._source: SourceLocation | None = location if location is not None else (event.source if event else None)
         self._event = event
         self._lines_for = lines_for or (lambda filename: None)
+        self._held: tuple[Event | None, SourceLocation | None] | None = None  # given while hidden, not drawn yet
 
     def show(self, event: Event | None, location: SourceLocation | None = None) -> None:
+        self._held = None
         source = location if location is not None else (event.source if event else None)
         self._event = event
         if source != self._source or event is None:
             self._source = source
             self.refresh()
+
+    def hold(self, event: Event | None, location: SourceLocation | None = None) -> None:
+        """Take what `show` takes without drawing it: the pane is behind another tab.
+        `up_to_date` shows it when shown or read."""
+        self._held = (event, location)
+
+    def up_to_date(self) -> SourceView:
+        """This view, showing the call site it was last given."""
+        if self._held is not None:
+            self.show(*self._held)
+        return self
+
+    def on_show(self) -> None:
+        self.up_to_date()
 
     def render(self) -> RenderableType:
         source = self._source

@@ -167,6 +167,8 @@ class ValuesPane(Vertical):
         self._drawn: tuple[int, int] | None = None  # (id of the tensor, slice) the grid holds
         self._per_row = 0  # values a row of a wrapped vector holds (0: not wrapped)
         self._shown_width = 0  # the width a vector was wrapped for
+        self._stale = False  # held (`hold`) and not drawn yet
+        self._point_pending = False  # point_at_first_nonfinite asked while held: done when drawn
         self.tensor = tensor
         self.slice_no = slice_no
 
@@ -176,7 +178,31 @@ class ValuesPane(Vertical):
 
     def on_mount(self) -> None:
         self._composed = True
-        self.show(self.tensor, self.slice_no)
+        self._stale = True
+        self.up_to_date()
+
+    def hold(self, tensor: TensorRecord | None, slice_no: int = 0) -> None:
+        """Take `tensor` (and slice) without drawing it: the pane is behind another tab.
+        `slices` and `slice_no` are those of `tensor` at once; `up_to_date` draws it when
+        the pane is shown or read."""
+        if tensor is not self.tensor:
+            self._point_pending = False
+        self.tensor = tensor
+        count = self.slices
+        self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
+        self._stale = True
+
+    def up_to_date(self) -> ValuesPane:
+        """This pane, its title and grid drawn for the tensor it was last given."""
+        if self._stale and self._composed:
+            point = self._point_pending
+            self.show(self.tensor, self.slice_no)
+            if point:
+                self.point_at_first_nonfinite()
+        return self
+
+    def on_show(self) -> None:
+        self.up_to_date()
 
     @property
     def slices(self) -> int:
@@ -212,6 +238,7 @@ class ValuesPane(Vertical):
         same = tensor is not None and self._drawn == (id(tensor), slice_no)
         kept = self.query_one(ValuesGrid).cursor_coordinate if same else None
         self._drawn = None
+        self._stale = self._point_pending = False
         self.tensor = tensor
         count = self.slices
         self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
@@ -299,6 +326,9 @@ class ValuesPane(Vertical):
         if found is None:
             return
         slice_no, row, column = found
+        if self._stale:  # not drawn: the slice now, the cursor when drawn (up_to_date)
+            self.slice_no, self._point_pending = slice_no, True
+            return
         if slice_no != self.slice_no:
             self.show(tensor, slice_no)
         if self._per_row:  # a vector wrapped into rows

@@ -46,6 +46,7 @@ class WatchPane(Vertical):
         super().__init__(**kwargs)
         self._values = list(values)
         self._note = note
+        self._stale = False  # held (`hold`) and not drawn yet
 
     def compose(self) -> ComposeResult:
         yield Static(id="watch-note", markup=False)
@@ -55,10 +56,26 @@ class WatchPane(Vertical):
     def on_mount(self) -> None:
         self.show(self._values, self._note)
 
+    def hold(self, values: Sequence[WatchValue], note: str) -> None:
+        """Take the values without drawing them: the pane is behind another tab.
+        `up_to_date` draws them when shown or read."""
+        self._values, self._note = list(values), note
+        self._stale = True
+
+    def up_to_date(self) -> WatchPane:
+        """This pane, its table drawn for the values it was last given."""
+        if self._stale and self.is_mounted:
+            self.show(self._values, self._note)
+        return self
+
+    def on_show(self) -> None:
+        self.up_to_date()
+
     def show(self, values: Sequence[WatchValue], note: str) -> None:
         self._values, self._note = list(values), note
         if not self.is_mounted:
             return
+        self._stale = False
         set_text(self.query_one("#watch-note", Static), Text(visible(note if values else NO_WATCHES)))
         table = self.query_one(DataTable)
         row = table.cursor_row
