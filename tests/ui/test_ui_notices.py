@@ -207,6 +207,12 @@ def test_at_80x24_a_long_notice_takes_two_rows_over_the_footer_and_is_cut_after_
             top = lower.region.y + 2
             assert rows[top:-2] == before[top:-2] and lower.region == region
             app.clear_notifications()
+            path = "/" + "/".join(f"dir{k:02d}" for k in range(20)) + "/run.jsonl"  # 110 characters, no space
+            app.notify(f"hooktui view {path}", title="t", timeout=60, markup=False)
+            await _said(pilot, path)
+            said = _notice_rows(app)
+            assert len(said) == 2 and path in "".join(said), said  # cut anywhere, read whole
+            app.clear_notifications()
             app.notify(too_long, title="t", timeout=60, markup=False)
             await _said(pilot, too_long)
             said = _notice_rows(app)

@@ -55,7 +55,7 @@ class NoticeLine(Static):
     NoticeLine {
         dock: bottom; width: 100%; height: auto; max-height: 2; display: none; padding: 0 1;
         background: $primary-muted; color: $text;
-        text-wrap: wrap; text-overflow: ellipsis;
+        text-wrap: nowrap; text-overflow: ellipsis;
     }
     NoticeLine.-warning { background: $warning-muted; }
     NoticeLine.-error { background: $error-muted; }
@@ -102,18 +102,22 @@ class NoticeLine(Static):
 
     def _two_rows(self, text: Text) -> Text:
         """At most two rows of the screen's width: a path or a call site in a long notice
-        (`S`'s "saved ... to PATH", a debug step's end) is read whole where it fits in two;
-        beyond them, cut with "…" (the whole text stays in Textual's notification list)."""
+        (`S`'s "hooktui view PATH", a debug step's end) is read whole where it fits in two,
+        wrapped at spaces, else cut anywhere (a path longer than a row has no space to wrap
+        at); beyond two rows, cut with "…" (the palette's Notices keeps the whole text)."""
         width = max(self.screen.size.width - 2, 8)  # less the padding
-        if text.cell_len <= 2 * width:
+        rows = list(text.wrap(self.app.console, width))
+        if len(rows) > 2:
+            rows = list(text.divide(range(width, len(text), width)))
+        if len(rows) > 2:
+            rows = rows[:2]
+            rows[1].truncate(width - 1)
+            rows[1].append("…")
+        if len(rows) == 1:
             return text
-        rows = text.wrap(self.app.console, width, overflow="fold", no_wrap=False)
-        if len(rows) <= 2:
-            return text
-        first, second = rows[0], rows[1]
-        second.truncate(width - 1)
-        second.rstrip()
-        return Text.assemble(first, "\n", second, "…")
+        for row in rows:
+            row.rstrip()  # in place: a wrapped row's trailing space
+        return Text("\n").join(rows)
 
     def _restart_timer(self, seconds: float) -> None:
         if self._timer is not None:
