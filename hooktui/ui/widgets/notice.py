@@ -6,7 +6,7 @@ are tabs (below 120x32: widgets/lower.py, WIDE) the app carries the class NOTICE
 its main screen's toasts are hidden (app.tcss) and each notice is said here instead
 (HooktuiApp.notify): it is drawn over the footer's row (title, then the message), and over
 the row above too when it needs two (a long one is cut with "…" at the end of the second),
-on the toasts' layer, so nothing is laid out again; the footer shows again after the
+on the toasts' layer, so nothing is laid out again (the footer keeps its place, not drawn meanwhile); the footer shows again after the
 notice's timeout. Notices made together (a
 step's end says "step done" and "run finished" at once) are said one after the other: a newer
 one waits, the one shown keeps at most QUEUED_WAIT seconds more, and each waiting one gets
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 from textual.timer import Timer
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from ...visible import visible
 
@@ -141,7 +141,11 @@ class NoticeLine(Static):
         self._footer(True)
 
     def _footer(self, shown: bool) -> None:
-        self.display = not shown  # over the footer, which stays laid out under it
+        self.display = not shown
+        # Over the footer, which keeps its place in the layout (nothing is laid out again)
+        # but is not drawn meanwhile: its keys would cut the notice's row into pieces.
+        for footer in self.screen.query(Footer):
+            footer.visible = shown
 
 
 async def say_in_line(app: App, message: str, *, title: str, severity: str, timeout: float | None, markup: bool) -> None:
