@@ -13,6 +13,10 @@ run has finished takes the growth since the pause at the first firing apart:
   a collection and malloc_trim: what RSS is left with no record at all is free space and
   objects that are not records.
 
+`--let-go N` (an experiment, not the app): each record is let go N firings after it reaches
+the history (the slot then holds the first firing's record, so what the app draws is wrong):
+the bound on what packing the history as its chunks fill could save, the records dying young.
+
 `--trace` (slow: use a few thousand firings) adds tracemalloc: the Python allocations made
 while the model ran that are alive at the run's end, by file:line, and those alive once the
 history is emptied (what keeps pymalloc's arenas from being handed back).
@@ -124,6 +128,23 @@ def model_of(blocks: int) -> nn.Module:
     return model
 
 
+def let_records_go(after: int) -> None:
+    """The `--let-go` experiment: History keeps only its last `after` records."""
+    from hooktui.ui.history import History
+
+    extend = History.extend
+
+    def extend_then_let_go(self, events):
+        added = extend(self, events)
+        done = getattr(self, "_let_go", 1)
+        for position in range(done, len(self.events) - after):
+            self.events[position] = self.events[0]
+        self._let_go = max(done, len(self.events) - after)
+        return added
+
+    History.extend = extend_then_let_go
+
+
 def _line(size: int, count: int, firings: int, frame) -> str:
     where = frame.filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
     return f"    {size / firings:7.1f} B {count / firings:5.2f} objects a firing  {where}:{frame.lineno}"
@@ -204,7 +225,11 @@ def main() -> None:
     parser.add_argument("--firings", type=int, default=30_000)
     parser.add_argument("--trace", action="store_true",
                         help="tracemalloc by file:line (slow; pymalloc's and the tensors' figures read 0 then)")
+    parser.add_argument("--let-go", type=int, default=0, metavar="N",
+                        help="experiment: each record let go N firings after it arrives (see above)")
     args = parser.parse_args()
+    if args.let_go:
+        let_records_go(args.let_go)
     asyncio.run(measure(max(1, round(args.firings / 644 * 64)), args.trace))
 
 
