@@ -129,15 +129,19 @@ class Terminal:
     def rss_mb(self) -> float:
         """The RSS of the app's process tree: `hooktui open` supervises the app from a parent
         process (hooktui/supervise.py), whose own few MB stay the same."""
-        total = 0.0
+        return sum(self.rss_each().values())
+
+    def rss_each(self) -> dict[int, float]:
+        """Each process's RSS (MB), by process id."""
+        each = {}
         for pid in self._tree():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) / 1024
+                        each[pid] = int(line.split()[1]) / 1024
             except OSError:
                 continue
-        return total
+        return each
 
 
 def main() -> None:
@@ -154,6 +158,7 @@ def main() -> None:
             app.wait_for(rb"paused", 300)
             time.sleep(1.0)
             before = app.rss_mb()
+            each_before = app.rss_each()
             start = time.monotonic()
             app.output.clear()
             os.write(app.master, b"c")
@@ -161,6 +166,7 @@ def main() -> None:
             ran = time.monotonic() - start
             time.sleep(2.0)  # the last redraws
             after = app.rss_mb()
+            each_after = app.rss_each()
             # 12 firings a block (legacy ones included, as the app records them), 5 of the root.
             firings = 12 * blocks + 5
             found = re.findall(rb"(\d[\d,]*) forward \+ (\d[\d,]*) backward", bytes(app.output))
@@ -174,9 +180,17 @@ def main() -> None:
             if app.process.poll() is None:
                 app.process.kill()
     per = f"{(after - before) * 1024 / firings:.2f} KB/firing" if firings else "?"
+    # The run's own gradients: the session keeps each parameter's final .grad for the console
+    # after the run (pdb's post-mortem, `grads`), as a bare step leaves .grad on the model.
+    # They grow with the parameters, not the firings (the warm step's were set to None).
+    grads_mb = blocks * (64 * 64 + 64) * 4 / 2**20
+    rest = f"{(after - before - grads_mb) * 1024 / firings:.2f} KB/firing" if firings else "?"
     print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings run through with c in {ran:.0f} s")
     baseline = "cold: no bare step before it" if args.cold else "after one bare step of the model"
     print(f"  app RSS paused at the first firing ({baseline}) {before:.0f} MB, after the run {after:.0f} MB ({per}, run's high-water marks included)")
+    print("  each process: " + ", ".join(f"{'supervisor' if pid == app.process.pid else 'app'} "
+                                          f"{each_before.get(pid, 0):.0f} -> {mb:.0f} MB" for pid, mb in each_after.items()))
+    print(f"  of it the run's final .grad the app keeps for the console {grads_mb:.0f} MB; without them {rest}")
     print(f"  q to the end of the process: {quit_s:.2f} s (exit status {app.process.returncode})")
 
 

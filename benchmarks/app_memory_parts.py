@@ -1,0 +1,237 @@
+"""Where the app's memory per held firing goes (issue 33): the app in this process, headless.
+
+`benchmarks/app_memory.py` reads the app's RSS from outside; this runs the same app
+(HooktuiApp on a LiveSource, Textual's `run_test` at 120x40, legacy firings recorded and
+hidden as `hooktui open` does) on benchmarks/memory.py's MLP, presses `c`, and once the
+run has finished takes the growth since the pause at the first firing apart:
+
+- the process's RSS, glibc's heap (every malloc arena: in use and free bytes) and Python's
+  small-object allocator (pymalloc: arenas, bytes in allocated blocks, bytes in free blocks);
+- the bytes of tensor storage alive (the parameters, the run's final .grad the session keeps
+  for the console, the snapshots whose summaries are still pending);
+- then every pending summary resolved, and then the app's history emptied, each followed by
+  a collection and malloc_trim: what RSS is left with no record at all is free space and
+  objects that are not records.
+
+`--let-go N` (an experiment, not the app): each record is let go N firings after it reaches
+the history (the slot then holds the first firing's record, so what the app draws is wrong):
+the bound on what packing the history as its chunks fill could save, the records dying young.
+
+`--trace` (slow: use a few thousand firings) adds tracemalloc: the Python allocations made
+while the model ran that are alive at the run's end, by file:line, and those alive once the
+history is emptied (what keeps pymalloc's arenas from being handed back).
+
+Run with `.venv/bin/python benchmarks/app_memory_parts.py --firings 30000` (Linux, glibc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import gc
+import os
+import re
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hooktui.engine.run.session import Session  # noqa: E402
+from hooktui.ui.app import HooktuiApp  # noqa: E402
+from hooktui.ui.sources import LiveSource  # noqa: E402
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+_libc = ctypes.CDLL("libc.so.6")
+_libc.mallinfo2.restype = _MallInfo2
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def glibc() -> tuple[float, float]:
+    """(in use, free) MB over every malloc arena."""
+    info = _libc.mallinfo2()
+    return info.uordblks / 2**20, info.fordblks / 2**20
+
+
+def pymalloc() -> tuple[int, float, float]:
+    """(arenas, MB in allocated blocks, MB in free blocks) of Python's small-object allocator
+    (all 0 under tracemalloc, which takes the allocator's place)."""
+    with tempfile.TemporaryFile() as out:  # the stats go to the C stderr
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        stats = out.read().decode()
+
+    def number(label: str) -> int:
+        found = re.search(rf"# {label}\s*=\s*([\d,]+)", stats)
+        return int(found.group(1).replace(",", "")) if found else 0
+
+    return (number("arenas allocated current"), number("bytes in allocated blocks") / 2**20,
+            number("bytes in available blocks") / 2**20)
+
+
+def storage_mb() -> float:
+    """Tensor storage alive (each storage once)."""
+    if tracemalloc.is_tracing():
+        return 0.0  # its storage objects would count as allocations of the run
+    seen: dict[int, int] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # isinstance on torch's deprecated aliases warns
+        objects = [obj for obj in gc.get_objects() if isinstance(obj, torch.Tensor)]
+    for obj in objects:
+        try:
+            storage = obj.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        except Exception:
+            continue
+    return sum(seen.values()) / 2**20
+
+
+def settle(trim: bool = True) -> None:
+    gc.collect()
+    if trim:  # what the session does itself at the end of a run of 20,000 firings or more
+        _libc.malloc_trim(0)
+
+
+def model_of(blocks: int) -> nn.Module:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(blocks):
+        layers += [nn.Linear(64, 64), nn.GELU()]
+    model = nn.Sequential(*layers)
+    model(torch.randn(32, 64)).sum().backward()  # as app_memory.py's model file: one bare step first
+    model.zero_grad(set_to_none=True)
+    return model
+
+
+def let_records_go(after: int) -> None:
+    """The `--let-go` experiment: History keeps only its last `after` records."""
+    from hooktui.ui.history import History
+
+    extend = History.extend
+
+    def extend_then_let_go(self, events):
+        added = extend(self, events)
+        done = getattr(self, "_let_go", 1)
+        for position in range(done, len(self.events) - after):
+            self.events[position] = self.events[0]
+        self._let_go = max(done, len(self.events) - after)
+        return added
+
+    History.extend = extend_then_let_go
+
+
+def _line(size: int, count: int, firings: int, frame) -> str:
+    where = frame.filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
+    return f"    {size / firings:7.1f} B {count / firings:5.2f} objects a firing  {where}:{frame.lineno}"
+
+
+def state(label: str, base, firings: int) -> tuple:
+    rss = rss_mb()
+    used, free = glibc()
+    arenas, blocks, available = pymalloc()
+    print(f"{label}: RSS +{rss - base[0]:.0f} MB ({(rss - base[0]) * 1024 / firings:.2f} KB a firing); "
+          f"glibc in use +{used - base[1]:.0f} MB, free +{free - base[2]:.0f} MB; "
+          f"pymalloc arenas +{arenas - base[3]} ({arenas}), allocated blocks +{blocks - base[4]:.0f} MB, "
+          f"free blocks +{available - base[5]:.0f} MB; tensor storage alive {storage_mb():.0f} MB")
+    return rss, used, free, arenas, blocks, available
+
+
+async def measure(blocks: int, trace: bool) -> None:
+    torch.set_num_threads(1)
+    model = model_of(blocks)
+    session = Session(model, torch.randn(32, 64), pause=True, legacy=True, keep_events=False)
+    session.gate.skip_hooks.add("legacy_backward")
+    app = HooktuiApp(LiveSource(session), show_timings=False)
+    async with app.run_test(size=(120, 40), notifications=False) as pilot:
+        while not (app.state == "paused" and app.history.cursor == 0):
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        settle(trim=False)  # as app_memory.py: the run's high-water marks count
+        if trace:
+            tracemalloc.start(1)
+        base = (rss_mb(), *glibc(), *pymalloc(), storage_mb())
+        start_snapshot = tracemalloc.take_snapshot() if trace else None
+        started = time.monotonic()
+        await pilot.press("c")
+        while app.state != "finished":
+            await pilot.pause(0.1)
+        await pilot.pause(1.0)
+        ran = time.monotonic() - started
+        firings = len(app.history)
+        settle()
+        print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings, c to the end {ran:.0f} s")
+        print(f"paused at the first firing: RSS {base[0]:.0f} MB, glibc in use {base[1]:.0f} MB free {base[2]:.0f} MB, "
+              f"pymalloc {base[3]} arenas ({base[4]:.0f} MB in allocated blocks)")
+        params = sum(p.untyped_storage().nbytes() for p in model.parameters()) / 2**20
+        print(f"  the model's parameters: {params:.0f} MB of tensor storage")
+        state("run's end", base, firings)
+        grads = sum(g.untyped_storage().nbytes() for g in (session.final_grads or {}).values()) / 2**20
+        print(f"  of the tensor storage: the run's final .grad kept for the console {grads:.0f} MB "
+              f"({grads * 1024 / firings:.2f} KB a firing)")
+        if trace:
+            grown = tracemalloc.take_snapshot().compare_to(start_snapshot, "lineno")
+            total = sum(s.size_diff for s in grown)
+            print(f"  Python allocations made during the run and alive: {total / firings:.0f} B a firing; the largest:")
+            for s in grown[:25]:
+                print(_line(s.size_diff, s.count_diff, firings, s.traceback[0]))
+        started = time.monotonic()
+        for event in app.history.events:
+            for tensor in event.tensors:
+                tensor.stats  # noqa: B018 (resolves a pending summary)
+        settle()
+        state(f"every pending summary resolved ({time.monotonic() - started:.1f} s)", base, firings)
+        app.history.events.clear()
+        app.lower.events = app.history.events
+        settle()
+        state("the app's history emptied (no record left)", base, firings)
+        if trace:
+            left = tracemalloc.take_snapshot().compare_to(start_snapshot, "lineno")
+            total = sum(s.size_diff for s in left)
+            count = sum(s.count_diff for s in left)
+            print(f"  Python allocations made during the run still alive: {total / firings:.0f} B, "
+                  f"{count / firings:.2f} objects a firing; the largest:")
+            for s in left[:20]:
+                print(_line(s.size_diff, s.count_diff, firings, s.traceback[0]))
+        await pilot.press("q")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--firings", type=int, default=30_000)
+    parser.add_argument("--trace", action="store_true",
+                        help="tracemalloc by file:line (slow; pymalloc's and the tensors' figures read 0 then)")
+    parser.add_argument("--let-go", type=int, default=0, metavar="N",
+                        help="experiment: each record let go N firings after it arrives (see above)")
+    args = parser.parse_args()
+    if args.let_go:
+        let_records_go(args.let_go)
+    asyncio.run(measure(max(1, round(args.firings / 644 * 64)), args.trace))
+
+
+if __name__ == "__main__":
+    main()
