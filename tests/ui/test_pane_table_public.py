@@ -17,9 +17,9 @@ from types import ModuleType
 
 import pytest
 
-from hooktui.ui.widgets import tensor_table
+from hooktui.ui.widgets import line_cells, tensor_table
 
-MODULES = [tensor_table]  # a module that replaces tensor_table.py goes here
+MODULES = [tensor_table, line_cells]  # a module that replaces tensor_table.py goes here
 
 
 def _private(name: str) -> bool:
@@ -72,6 +72,13 @@ def _assigned_to_self(tree: ast.AST) -> set[str]:
             and isinstance(node.value, ast.Name) and node.value.id == "self"}
 
 
+def _hooktui_base_names(classes: list[type]) -> set[str]:
+    """The names hooktui's own base classes (a mixin such as line_cells.KeptPaintStyles,
+    itself checked here) define: the module's own, as far as Textual is concerned."""
+    return {name for cls in classes for base in cls.__mro__[1:] if base.__module__.startswith("hooktui.")
+            for name in vars(base)}
+
+
 def private_uses(module: ModuleType, source: str | None = None) -> list[str]:
     """What in `module` (its source: `source`) defines or touches a private name of
     Textual (empty: nothing)."""
@@ -79,12 +86,15 @@ def private_uses(module: ModuleType, source: str | None = None) -> list[str]:
     tree = ast.parse(source if source is not None else inspect.getsource(module))
     classes = _own_classes(module)
     bodies = _class_body_names(tree)
-    own = set(vars(module)) | set().union(*bodies.values()) | _assigned_to_self(tree)
+    own = set(vars(module)) | set().union(*bodies.values()) | _assigned_to_self(tree) | _hooktui_base_names(classes)
     textual = set().union(*(_textual_names(cls) for cls in classes)) if classes else set()
     for cls in classes:
         for name in sorted(bodies.get(cls.__name__, ())):
             if _private(name) and name in textual:
                 found.append(f"{cls.__name__}.{name} overrides Textual's")
+        for name in sorted(_hooktui_base_names([cls])):  # what a hooktui mixin brings in
+            if _private(name) and name in textual:
+                found.append(f"{cls.__name__}.{name} (from a hooktui base) overrides Textual's")
     for name in sorted(_assigned_to_self(tree)):
         if _private(name) and name in textual:
             found.append(f"self.{name} is Textual's")

@@ -37,7 +37,7 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .line_cells import cell_segments
+from .line_cells import KeptPaintStyles, cell_segments
 
 HEADER = -1  # the row index of the header, as a DataTable numbers it
 PADDING = 1  # a space each side of every column, as a DataTable pads
@@ -52,7 +52,7 @@ def _drawn_alike(a: list[Text], b: list[Text]) -> bool:
         and x.overflow == y.overflow for x, y in zip(a, b))
 
 
-class TensorTable(ScrollView, can_focus=True):
+class TensorTable(KeptPaintStyles, ScrollView, can_focus=True):
     ALLOW_SELECT = False
 
     BINDINGS = [  # a DataTable's, as its row cursor uses them
@@ -126,8 +126,6 @@ class TensorTable(ScrollView, can_focus=True):
         self._scroll_pending = False  # the cursor is to be scrolled into view once the table has a size
         self._layout_answered = False  # a new virtual size was answered here (see watch_virtual_size)
         self._sizing = False  # fill is setting the virtual size: its whole repaint is fill's to choose
-        self._kept_styles: dict | None = None  # the styles of the last paint (see render_lines)
-        self._paint: dict | None = None  # the styles of the paint under way
         self._metas: dict[tuple[int, int], Style] = {}  # a DataTable's meta of each cell (row, column)
 
     # -- contents --------------------------------------------------------------------------
@@ -309,23 +307,6 @@ class TensorTable(ScrollView, can_focus=True):
             info = {"row": row, "column": column} if column >= 0 else {"row": row, "column": 0, "out_of_bounds": True}
             meta = self._metas[(row, column)] = Style.from_meta(info)
         return meta
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._kept_styles = None  # the CSS that applies changed (focus, theme, classes)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # The styles are kept from one paint to the next (a refresh drops Textual's own cache
-        # of component styles): until the CSS that applies changes, or the widget's own style
-        # does (the background around it).
-        base = self.rich_style
-        if self._kept_styles is None or self._kept_styles["base"] != base:
-            self._kept_styles = self._styles()
-        self._paint = self._kept_styles
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._paint = None
 
     def render_line(self, y: int) -> Strip:
         paint = self._paint or self._styles()

@@ -32,7 +32,7 @@ from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from .line_cells import cell_segments
+from .line_cells import KeptPaintStyles, cell_segments
 
 HEADER = -1  # the row index of the header, as DataTable numbers it
 _BLANK = Text("")
@@ -45,7 +45,7 @@ def _drawn_alike(a: list[Text], b: list[Text]) -> bool:
         x.plain == y.plain and x.style == y.style and x.justify == y.justify and x.spans == y.spans for x, y in zip(a, b))
 
 
-class ValuesGrid(ScrollView, can_focus=True):
+class ValuesGrid(KeptPaintStyles, ScrollView, can_focus=True):
     ALLOW_SELECT = False
 
     BINDINGS = [
@@ -112,9 +112,7 @@ class ValuesGrid(ScrollView, can_focus=True):
         self._cursor = Coordinate(0, 0)
         self._hover = Coordinate(0, 0)
         self._hover_shown = False  # the mouse moved over the grid since the last key
-        self._paint: dict | None = None  # the styles of the paint under way
         self._scroll_pending = False  # the cursor is to be scrolled into view once the grid has a size
-        self._kept_styles: dict | None = None  # the styles of the last paint (see render_lines)
         self._total = 0  # the width of the scrollable columns
 
     # -- contents --------------------------------------------------------------------------
@@ -283,23 +281,6 @@ class ValuesGrid(ScrollView, can_focus=True):
             row_style = paint["header" if kind == "header" else kind if kind == "fixed" else "base"]
             styles = paint["cells"][key] = (row_style + component, Style.from_color(color=component.color))
         return styles
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._kept_styles = None  # the CSS that applies changed (focus, theme, classes)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # The styles are kept from one paint to the next (a refresh drops Textual's own cache of
-        # component styles, and taking them again was ~1 ms a paint): until the CSS that applies
-        # changes, or the widget's own style does (the background around it).
-        base = self.rich_style
-        if self._kept_styles is None or self._kept_styles["base"] != base:
-            self._kept_styles = self._styles()
-        self._paint = self._kept_styles
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._paint = None
 
     def render_line(self, y: int) -> Strip:
         paint = self._paint or self._styles()
