@@ -29,6 +29,7 @@ import inspect
 import linecache
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,15 @@ _GLOBAL_DICTS = (
     ("_global_backward_pre_hooks", "global_backward_pre"),
     ("_global_backward_hooks", None),
 )
+
+
+
+# The tensor-hook registrations patched on torch.Tensor while runs go on, one list of
+# (attribute, wrapper) per run in the order they started, and the functions they replace.
+_PATCHED_ATTRS = (("register_hook", "tensor"), ("register_post_accumulate_grad_hook", "post_accumulate_grad"))
+_PATCHING: list[list[tuple[str, Callable]]] = []
+_UNPATCHED: dict[str, Callable] = {}
+_PATCHES_LOCK = threading.Lock()
 
 
 @dataclass
@@ -160,15 +170,26 @@ class UserHooks:
             if slot.hooks.get(slot.key) is slot.original:
                 slot.wrapper = self._wrap(slot.info, slot.original)
                 slot.hooks[slot.key] = slot.wrapper
-        for attr, kind in (("register_hook", "tensor"), ("register_post_accumulate_grad_hook", "post_accumulate_grad")):
-            original = getattr(torch.Tensor, attr)
-            self._patched.append((attr, original))
-            setattr(torch.Tensor, attr, self._patched_register(original, kind))
+        with _PATCHES_LOCK:
+            if not _PATCHING:  # the functions as torch (or the user) had them before any run
+                _UNPATCHED.update({attr: getattr(torch.Tensor, attr) for attr, _ in _PATCHED_ATTRS})
+            wrappers = [(attr, self._patched_register(_UNPATCHED[attr], kind)) for attr, kind in _PATCHED_ATTRS]
+            _PATCHING.append(wrappers)
+            self._patched = wrappers
+            for attr, wrapper in wrappers:
+                setattr(torch.Tensor, attr, wrapper)
 
     def remove(self) -> None:
-        for attr, original in reversed(self._patched):
-            setattr(torch.Tensor, attr, original)
-        self._patched.clear()
+        # Runs may end in another order than they started (an app's model thread still
+        # unwinding while the next run starts): each takes its own patch out of the list
+        # and torch gets the newest patch left, or its own functions once none is, never
+        # what one run found when it started (that restored a finished run's patch for good).
+        with _PATCHES_LOCK:
+            if any(entry is self._patched for entry in _PATCHING):
+                _PATCHING[:] = [entry for entry in _PATCHING if entry is not self._patched]
+                for attr, function in (_PATCHING[-1] if _PATCHING else _UNPATCHED.items()):
+                    setattr(torch.Tensor, attr, function)
+        self._patched = []
         for slot in self._slots:
             if slot.wrapper is not None and slot.hooks.get(slot.key) is slot.wrapper:
                 slot.hooks[slot.key] = slot.original
