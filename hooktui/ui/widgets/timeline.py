@@ -19,7 +19,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -27,6 +27,7 @@ from ...engine.records.records import Event
 from ...engine.records.format import shape_text
 from ..history import History
 from ..messages import FiringChosen
+from .quiet_scrollbar import QuietScrollBar
 
 PHASE_SHORT = {"forward": "fwd", "backward": "bwd"}
 # Hook kinds as the hook column shows them (12 cells): autograd nodes of a stepped-into
@@ -135,9 +136,29 @@ class Timeline(ScrollView, can_focus=True):
         self._shown = -1
         self._layout_key: tuple[int, int] | None = None
         self._base_style: Style | None = None
+        # Kept from paint to paint, dropped with the rows' strips (`_forget_strips`): the
+        # header's strip and the component styles (a lookup through the CSS each: most of
+        # a row's rendering time).
+        self._header_strip: Strip | None = None
+        self._styles_kept: dict[tuple[str, bool], Style] = {}
+        self._paint: tuple[int, int] | None = None  # (width, scroll_y) of the paint under way
+        # Lines as painted (Textual's pipeline applied), by the id of the row strip they were
+        # made from, and what else they were made with: `_painted_lines`.
+        self._painted: dict[int, tuple[Strip, Strip]] = {}
+        self._painted_key: tuple | None = None
         self._columns: list[tuple[str, int]] = []
         self._line_width = 0
         self.search = None  # the `/` search's Matches (ui/search.py): its rows are marked
+
+    @property
+    def vertical_scrollbar(self) -> QuietScrollBar:
+        """Textual's own property, making a QuietScrollBar: at `n` at the latest firing the
+        timeline grows and scrolls by a row, which repaints a ScrollBar that draws the same."""
+        if self._vertical_scrollbar is None:
+            self._vertical_scrollbar = bar = QuietScrollBar(vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     # -- data ------------------------------------------------------------------------
     @property
@@ -176,7 +197,7 @@ class Timeline(ScrollView, can_focus=True):
     def set_search(self, matches) -> None:
         """Mark the rows `matches` (ui/search.py Matches, or None) holds."""
         self.search = matches
-        self._cache.clear()
+        self._forget_strips()
         self.refresh()
 
     def set_hidden(self, hooks: set[str]) -> None:
@@ -187,7 +208,7 @@ class Timeline(ScrollView, can_focus=True):
     def _refilter(self) -> None:
         self._rows = None if not self.filter_text and not self.hidden else array("q")
         self._scanned = 0
-        self._cache.clear()
+        self._forget_strips()
         self.grow()
         self.show(self._shown, force=True)
 
@@ -335,31 +356,79 @@ class Timeline(ScrollView, can_focus=True):
         self._columns = [(k, widths[k]) for k in keep]
         self._line_width = total()
         self._layout_key = key
-        self._cache.clear()
+        self._forget_strips()
         return self._columns
+
+    def _forget_strips(self) -> None:
+        self._cache.clear()
+        self._header_strip = None
+        self._painted.clear()
+
+    def _kept_style(self, name: str, partial: bool = False) -> Style:
+        key = (name, partial)
+        style = self._styles_kept.get(key)
+        if style is None:
+            style = self._styles_kept[key] = self.get_component_rich_style(name, partial=partial)
+        return style
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
-        self._cache.clear()
+        self._forget_strips()
         if self.row_count:  # a smaller view must still hold the current firing
             self.call_after_refresh(self.scroll_row_into_view, self._current_row())
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._cache.clear()
+        self._forget_strips()
+        self._styles_kept.clear()
 
-    def render_lines(self, crop):
-        # rich_style walks the ancestors: once per repaint, not once per line.
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # rich_style walks the ancestors, the content region is computed: once per repaint,
+        # not once per line.
         self._base_style = self.rich_style
-        return super().render_lines(crop)
+        self._paint = (self.scrollable_content_region.width, self.scroll_offset.y)
+        try:
+            return self._painted_lines(crop)
+        finally:
+            self._paint = None
+
+    def _painted_lines(self, crop: Region) -> list[Strip]:
+        """The widget's lines in `crop`, each as Textual's line pipeline (tint, opacity,
+        filters) made it from the row's strip, kept by strip: a scroll by one row at `n`
+        moves rows that were painted already, and repainting them all through that pipeline
+        was most of the timeline's paint. What the pipeline adds depends on the styles (a
+        change drops what is kept: notify_style_update), the size, the line filters and the
+        backgrounds beneath."""
+        key = (self.size, tuple(self.get_line_filters()), self.background_colors)
+        if key != self._painted_key:
+            self._painted.clear()
+            self._painted_key = key
+        full = (0, self.size.width)
+        lines: list[Strip] = []
+        for y in crop.line_range:
+            content = self.render_line(y)
+            kept = self._painted.get(id(content))
+            if kept is not None and kept[0] is content:
+                line = kept[1]
+            else:
+                # This line through Textual's pipeline (a one-line crop of the whole width).
+                line = super().render_lines(Region(0, y, self.size.width, 1))[0]
+                if len(self._painted) > 4 * max(1, self.size.height):
+                    self._painted.clear()
+                self._painted[id(content)] = (content, line)
+            lines.append(line)
+        if crop.column_span != full:
+            lines = [line.crop(*crop.column_span) for line in lines]
+        return lines
 
     def render_line(self, y: int) -> Strip:
-        _, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
+        width, scroll_y = self._paint or (self.scrollable_content_region.width, self.scroll_offset.y)
         base = self._base_style or self.rich_style
         self._layout(width)
         if y == 0:
-            strip = self._header()
+            if self._header_strip is None:
+                self._header_strip = self._header()
+            strip = self._header_strip
         else:
             row = scroll_y + y - 1
             if row >= self.row_count:
@@ -390,10 +459,10 @@ class Timeline(ScrollView, can_focus=True):
         text = f"{flag}!" if flag else self.marks.get(position, "")
         if not text:
             return "", None
-        return text, None if selected else self.get_component_rich_style("timeline--error", partial=True)
+        return text, None if selected else self._kept_style("timeline--error", partial=True)
 
     def _header(self) -> Strip:
-        style = self.get_component_rich_style("timeline--header")
+        style = self._kept_style("timeline--header")
         return self._cells({k: (title, None) for k, title, _, _ in self.COLUMNS}, (self._base_style or self.rich_style) + style)
 
     def _row(self, position: int, selected: bool) -> Strip:
@@ -402,17 +471,17 @@ class Timeline(ScrollView, can_focus=True):
         matched = self.search is not None and position in self.search
         if selected:
             # One uniform highlight, and a marker that survives NO_COLOR.
-            base = base + self.get_component_rich_style("timeline--cursor")
+            base = base + self._kept_style("timeline--cursor")
             phase_style = dim = None
         else:
             if matched:
-                base = base + self.get_component_rich_style("timeline--match", partial=True)
+                base = base + self._kept_style("timeline--match", partial=True)
             kind = "error" if event.hook == "error" else "backward" if event.phase == "backward" else "forward"
-            phase_style = self.get_component_rich_style(f"timeline--{kind}", partial=True)
-            dim = self.get_component_rich_style("timeline--dim", partial=True)
+            phase_style = self._kept_style(f"timeline--{kind}", partial=True)
+            dim = self._kept_style("timeline--dim", partial=True)
         hook_style = phase_style
         if not selected and event.hook in ("param_grad", "final_grad", "legacy_backward"):
-            hook_style = self.get_component_rich_style(
+            hook_style = self._kept_style(
                 "timeline--legacy" if event.hook == "legacy_backward" else "timeline--param", partial=True
             )
         elif not selected and event.hook in ("node_pre", "node"):
