@@ -53,17 +53,33 @@ def timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def _subclasses(cls: type) -> list[type]:
+    return [cls, *(c for sub in cls.__subclasses__() for c in _subclasses(sub))]
+
+
 def paint_by_widget() -> None:
-    original = Widget.render_lines
+    """Each widget's paint, `render_lines`, timed where a class defines its own (the
+    timeline and its scrollbar keep painted lines in theirs) and counted once a call (the
+    outermost), with the lines it painted."""
+    painting: set[int] = set()
 
-    def render_lines(self, crop):
-        started = time.perf_counter()
-        try:
-            return original(self, crop)
-        finally:
-            parts[f"paint: {type(self).__name__}#{self.id or ''}"] += time.perf_counter() - started
+    def timed_render_lines(original):
+        def render_lines(self, crop):
+            if id(self) in painting:
+                return original(self, crop)
+            painting.add(id(self))
+            started = time.perf_counter()
+            try:
+                return original(self, crop)
+            finally:
+                painting.discard(id(self))
+                parts[f"paint: {type(self).__name__}#{self.id or ''}"] += time.perf_counter() - started
 
-    Widget.render_lines = render_lines
+        return render_lines
+
+    for cls in set(_subclasses(Widget)):
+        if "render_lines" in vars(cls):
+            cls.render_lines = timed_render_lines(vars(cls)["render_lines"])
 
 
 def spans_sent() -> None:

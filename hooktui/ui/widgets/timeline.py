@@ -404,22 +404,33 @@ class Timeline(ScrollView, can_focus=True):
             self._painted.clear()
             self._painted_key = key
         full = (0, self.size.width)
-        lines: list[Strip] = []
+        lines: list[Strip | None] = []
+        contents: list[Strip] = []
         for y in crop.line_range:
             content = self.render_line(y)
             kept = self._painted.get(id(content))
-            if kept is not None and kept[0] is content:
-                line = kept[1]
-            else:
-                # This line through Textual's pipeline (a one-line crop of the whole width).
-                line = super().render_lines(Region(0, y, self.size.width, 1))[0]
-                if len(self._painted) > 4 * max(1, self.size.height):
-                    self._painted.clear()
-                self._painted[id(content)] = (content, line)
-            lines.append(line)
+            lines.append(kept[1] if kept is not None and kept[0] is content else None)
+            contents.append(content)
+        if len(self._painted) > 4 * max(1, self.size.height):
+            self._painted.clear()
+        # The others through Textual's pipeline, a run of adjacent lines at a time (the
+        # two rows whose highlight changed are next to each other).
+        i = 0
+        while i < len(lines):
+            if lines[i] is not None:
+                i += 1
+                continue
+            end = i
+            while end < len(lines) and lines[end] is None:
+                end += 1
+            made = super().render_lines(Region(0, crop.y + i, self.size.width, end - i))
+            for j, line in enumerate(made, i):
+                lines[j] = line
+                self._painted[id(contents[j])] = (contents[j], line)
+            i = end
         if crop.column_span != full:
-            lines = [line.crop(*crop.column_span) for line in lines]
-        return lines
+            return [line.crop(*crop.column_span) for line in lines]  # type: ignore[union-attr]
+        return lines  # type: ignore[return-value]
 
     def render_line(self, y: int) -> Strip:
         width, scroll_y = self._paint or (self.scrollable_content_region.width, self.scroll_offset.y)
