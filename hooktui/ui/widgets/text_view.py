@@ -61,9 +61,15 @@ class TextView(ScrollView, can_focus=True):
         # The same width and scroll offset: the lines in view that changed.
         old_lines, new_lines = old[1], new[1]
         top = round(self.scroll_y)
-        for row in range(top, min(max(len(old_lines), len(new_lines)), top + self.size.height)):
-            if row >= len(old_lines) or row >= len(new_lines) or old_lines[row] != new_lines[row]:
-                self.refresh_lines(row)
+        run_start = None  # adjacent changed lines are refreshed together (one region each run)
+        for row in range(top, min(max(len(old_lines), len(new_lines)), top + self.size.height) + 1):
+            changed = row < min(max(len(old_lines), len(new_lines)), top + self.size.height) and (
+                row >= len(old_lines) or row >= len(new_lines) or old_lines[row] != new_lines[row])
+            if changed and run_start is None:
+                run_start = row
+            elif not changed and run_start is not None:
+                self.refresh_lines(run_start, row - run_start)
+                run_start = None
 
     def _render_lines_at(self, width: int) -> tuple[list[Strip], int]:
         """The lines at `width`, and the height a Static would give them (a trailing
