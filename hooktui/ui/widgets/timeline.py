@@ -399,11 +399,14 @@ class Timeline(ScrollView, can_focus=True):
         was most of the timeline's paint. What the pipeline adds depends on the styles (a
         change drops what is kept: notify_style_update), the size, the line filters and the
         backgrounds beneath."""
-        key = (self.size, tuple(self.get_line_filters()), self.background_colors)
+        if any(self.styles.gutter):  # padding or a border: line y is not row strip y
+            return super().render_lines(crop)
+        size = self.region.size  # what Textual's pipeline paints (crops are within it)
+        key = (size, tuple(self.get_line_filters()), self.background_colors)
         if key != self._painted_key:
             self._painted.clear()
             self._painted_key = key
-        full = (0, self.size.width)
+        full = (0, size.width)
         lines: list[Strip | None] = []
         contents: list[Strip] = []
         for y in crop.line_range:
@@ -411,7 +414,7 @@ class Timeline(ScrollView, can_focus=True):
             kept = self._painted.get(id(content))
             lines.append(kept[1] if kept is not None and kept[0] is content else None)
             contents.append(content)
-        if len(self._painted) > 4 * max(1, self.size.height):
+        if len(self._painted) > 4 * max(1, size.height):
             self._painted.clear()
         # The others through Textual's pipeline, a run of adjacent lines at a time (the
         # two rows whose highlight changed are next to each other).
@@ -423,7 +426,7 @@ class Timeline(ScrollView, can_focus=True):
             end = i
             while end < len(lines) and lines[end] is None:
                 end += 1
-            made = super().render_lines(Region(0, crop.y + i, self.size.width, end - i))
+            made = super().render_lines(Region(0, crop.y + i, size.width, end - i))
             for j, line in enumerate(made, i):
                 lines[j] = line
                 self._painted[id(contents[j])] = (contents[j], line)
