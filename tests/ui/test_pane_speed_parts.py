@@ -116,3 +116,35 @@ def test_set_text_leaves_the_same_text_alone_and_draws_any_difference():
             assert str(title.render()) == "grad_input[1] (4, 8)"
 
     run(go())
+
+
+def test_set_text_counts_a_one_line_text_without_wrapping_it_and_lays_out_when_the_lines_change(monkeypatch):
+    from hooktui.ui.widgets.text_update import set_text
+
+    async def go():
+        app = Titles()
+        async with app.run_test(size=(40, 5)) as pilot:
+            title = app.query_one("#title", Static)
+            set_text(title, Text("grad_input[0] (4, 8)"))
+            await pilot.pause()
+            layouts, wraps = [], []
+            original_update, original_wrap = title.update, Text.wrap
+            title.update = lambda content, layout=True: (layouts.append(layout), original_update(content, layout=layout))[1]
+            monkeypatch.setattr(Text, "wrap", lambda self, *a, **k: (wraps.append(self.plain), original_wrap(self, *a, **k))[1])
+            set_text(title, Text("grad_input[1] (4, 8): 12 values"))  # one line, fits: the same height
+            await pilot.pause()
+            assert layouts == [False] and wraps == []  # counted as one line without wrapping it
+            long = "grad_input[1] (4, 8): " + "many words " * 6  # wraps to more lines than the width holds
+            set_text(title, Text(long))
+            await pilot.pause()
+            assert layouts == [False, True] and wraps  # more lines: wrapped to count, and laid out
+            assert title.size.height == len(Text(long).wrap(app.console, title.content_size.width)) > 1
+            wrapped = len(wraps)
+            set_text(title, Text("two\nlines"))  # a newline: wrapped to count
+            await pilot.pause()
+            assert len(wraps) == wrapped + 1
+            set_text(title, Text("one line again"))
+            await pilot.pause()
+            assert layouts[-1] is True and title.size.height == 1
+
+    run(go())

@@ -41,5 +41,8 @@ def _same(a: Text, b: RenderableType) -> bool:
 def _lines(static: Static, renderable: RenderableType, width: int) -> int:
     console = static.app.console
     if isinstance(renderable, Text):
+        plain = renderable.plain
+        if "\n" not in plain and "\t" not in plain and renderable.cell_len <= width:
+            return 1  # fits on one line: no need to wrap it to count (the values title, a one-line note)
         return len(renderable.wrap(console, width))
     return len(console.render_lines(renderable, console.options.update_width(width), pad=False))
