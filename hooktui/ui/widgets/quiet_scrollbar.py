@@ -9,7 +9,7 @@ its 15 lines again through Textual's line pipeline was 2 ms of each step.
 
 This bar keeps the lines it painted last, with what they show (the bar's glyphs and style
 at its size, from Textual's own ScrollBarRender.render_bar, the part of it painted, the
-line filters, the backgrounds beneath), and hands them back when asked to paint the same again. Everything else
+line filters, the backgrounds beneath, the opacity), and hands them back when asked to paint the same again. Everything else
 is Textual's: its values are set and it is refreshed as before (the comparison is made at
 the paint, after a step's changes have all been made: growing by a row moves the thumb
 for a moment, the scroll that follows puts it back). Anything that changes the drawing (a
@@ -29,7 +29,6 @@ class QuietScrollBar(ScrollBar):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._painted: tuple[tuple, list[Strip]] | None = None  # (what was drawn, where, how; its lines)
-        self.lines_drawn = 0  # lines made by Textual's pipeline (the others were handed back)
 
     def drawing(self) -> tuple:
         """What the bar draws now: its size, its style and its segments (as ScrollBar.render
@@ -49,10 +48,9 @@ class QuietScrollBar(ScrollBar):
     def render_lines(self, crop: Region) -> list[Strip]:
         # The backgrounds under it too: Textual's pipeline puts them in the bar's lines,
         # and they change with its parent's (a focused timeline's tint).
-        key = (self.drawing(), crop, tuple(self.get_line_filters()), self.background_colors)
+        key = (self.drawing(), crop, tuple(self.get_line_filters()), self.background_colors, self.opacity)
         if self._painted is not None and self._painted[0] == key:
             return self._painted[1]
         lines = super().render_lines(crop)
-        self.lines_drawn += len(lines)
         self._painted = (key, lines)
         return lines

@@ -397,12 +397,12 @@ class Timeline(ScrollView, can_focus=True):
         filters) made it from the row's strip, kept by strip: a scroll by one row at `n`
         moves rows that were painted already, and repainting them all through that pipeline
         was most of the timeline's paint. What the pipeline adds depends on the styles (a
-        change drops what is kept: notify_style_update), the size, the line filters and the
-        backgrounds beneath."""
+        change drops what is kept: notify_style_update), the size, the line filters, the
+        backgrounds beneath and the opacity (its ancestors' too)."""
         if any(self.styles.gutter):  # padding or a border: line y is not row strip y
             return super().render_lines(crop)
         size = self.region.size  # what Textual's pipeline paints (crops are within it)
-        key = (size, tuple(self.get_line_filters()), self.background_colors)
+        key = (size, tuple(self.get_line_filters()), self.background_colors, self.opacity)
         if key != self._painted_key:
             self._painted.clear()
             self._painted_key = key
