@@ -61,10 +61,10 @@ class TextView(ScrollView, can_focus=True):
         # The same width and scroll offset: the lines in view that changed.
         old_lines, new_lines = old[1], new[1]
         top = round(self.scroll_y)
+        end = min(max(len(old_lines), len(new_lines)), top + self.size.height)
         run_start = None  # adjacent changed lines are refreshed together (one region each run)
-        for row in range(top, min(max(len(old_lines), len(new_lines)), top + self.size.height) + 1):
-            changed = row < min(max(len(old_lines), len(new_lines)), top + self.size.height) and (
-                row >= len(old_lines) or row >= len(new_lines) or old_lines[row] != new_lines[row])
+        for row in range(top, end + 1):  # one past the end: a run reaching it is refreshed too
+            changed = row < end and (row >= len(old_lines) or row >= len(new_lines) or old_lines[row] != new_lines[row])
             if changed and run_start is None:
                 run_start = row
             elif not changed and run_start is not None:
