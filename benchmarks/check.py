@@ -19,7 +19,13 @@ torch thread):
   bare Textual app whose key changes one line (ui_step.py; goal: at most 2x);
 - ui/n_vs_same_change, ui/N_vs_same_change: the same keys against a bare Textual app whose
   key rewrites as many cells, on as many lines, as a step changes (ui_step.py's fair floor:
-  how far hooktui is from Textual's own cost of drawing that much).
+  how far hooktui is from Textual's own cost of drawing that much);
+- memory/record_kb, memory/app_kb, memory/app_kb_less_grads: KB of memory a held firing costs
+  (RSS growth over the firings) on the MLP repeated to ~36,000 firings (`--firings`), each in
+  a process of its own: `record()` (memory.py --held-only), and the app on a pseudo-terminal
+  after `c` (app_memory.py), with and without the run's final `.grad` the app keeps for the
+  console (a parameter's worth, not a firing's). Goal: at most 2 KB. About two minutes;
+  `--no-memory` leaves them out.
 
 `--smoke`: tiny sizes and one repeat, not compared or recorded (a test runs it to check
 the command works and its output parses).
@@ -33,6 +39,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -51,8 +58,19 @@ from run import bare_step, machine, plain_hooks_step  # noqa: E402
 from hooktui.engine.run.session import record  # noqa: E402
 
 RECORDED = ROOT / "benchmarks" / "recorded.json"
-# One line a case: "case  <ratio>x  last <ratio>x  <change>  [WORSE]"; parsed by tests/test_bench_check.py.
-LINE = "{case:24} {ratio:>7.2f}x   last {last:>8}   {change:>7}  {flag}"
+# One line a case: "case  <value><unit>  last <value><unit>  <change>  [WORSE]" (unit "x" for a
+# ratio, "KB" for memory); parsed by tests/test_bench_check.py.
+LINE = "{case:24} {ratio:>7.2f}{unit:<3} last {last:>8}   {change:>7}  {flag}"
+# A held firing's memory, as the two scripts print it (KB a firing).
+MEMORY_LINES = {
+    "memory/record_kb": ("memory.py", re.compile(r"held after the run .*?\((\d+\.\d+) KB/firing")),
+    "memory/app_kb": ("app_memory.py", re.compile(r"after the run .*?\((\d+\.\d+) KB/firing")),
+    "memory/app_kb_less_grads": ("app_memory.py", re.compile(r"without them (-?\d+\.\d+) KB/firing")),
+}
+
+
+def unit(case: str) -> str:
+    return "KB" if case.startswith("memory/") else "x"
 
 
 def run_through(case, repeat: int) -> dict[str, float]:
@@ -92,6 +110,25 @@ def ui_ratios(steps: int) -> dict[str, float]:
     return {"n_vs_bare": n / floor, "N_vs_bare": back / floor, "n_vs_same_change": n / fair, "N_vs_same_change": back / fair}
 
 
+def memory_kb(firings: int) -> dict[str, float]:
+    """Each script in a process of its own (RSS is a process's); KB a held firing."""
+    outputs = {}
+    for script, extra in (("memory.py", ["--held-only"]), ("app_memory.py", [])):
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--firings", str(firings), *extra],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        if done.returncode:
+            raise SystemExit(f"benchmarks/{script} failed:\n{done.stdout}{done.stderr}")
+        outputs[script] = done.stdout
+        print("  (" + "; ".join(line.strip() for line in done.stdout.splitlines()[:2]) + ")")
+    found = {}
+    for case, (script, pattern) in MEMORY_LINES.items():
+        match = pattern.search(outputs[script])
+        if match is None:
+            raise SystemExit(f"benchmarks/{script} printed no {case} figure:\n{outputs[script]}")
+        found[case] = float(match[1])
+    return found
+
+
 def measure(args) -> dict[str, float]:
     ratios: dict[str, float] = {}
     if args.smoke:
@@ -106,6 +143,8 @@ def measure(args) -> dict[str, float]:
     if not args.no_ui and not args.smoke:
         for key, value in ui_ratios(args.ui_steps).items():
             ratios[f"ui/{key}"] = value
+    if not args.no_memory:
+        ratios.update(memory_kb(700 if args.smoke else args.firings))
     return ratios
 
 
@@ -124,10 +163,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--ui-steps", type=int, default=30)
     parser.add_argument("--no-ui", action="store_true", help="leave out the app's key-to-screen cases")
+    parser.add_argument("--no-memory", action="store_true", help="leave out the memory cases")
+    parser.add_argument("--firings", type=int, default=30_000, help="the memory cases' run size (rounded to whole blocks)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat; nothing compared or recorded")
     args = parser.parse_args()
     if args.smoke:
         args.repeat = 1
+    if args.record and (args.no_ui or args.no_memory):
+        parser.error("--record keeps every case: run it without --no-ui and --no-memory")
     torch.set_num_threads(1)
     recorded = {} if args.smoke or not RECORDED.exists() else json.loads(RECORDED.read_text())
     last = recorded.get("ratios", {})
@@ -139,12 +182,13 @@ def main() -> None:
     for case, ratio in ratios.items():
         before = last.get(case)
         if before is None:
-            print(LINE.format(case=case, ratio=ratio, last="-", change="", flag="").rstrip())
+            print(LINE.format(case=case, ratio=ratio, unit=unit(case), last="-", change="", flag="").rstrip())
             continue
         change = ratio / before - 1
         flag = "WORSE" if change > args.margin else ""
         worse += bool(flag)
-        print(LINE.format(case=case, ratio=ratio, last=f"{before:.2f}x", change=f"{change:+.0%}", flag=flag).rstrip())
+        print(LINE.format(case=case, ratio=ratio, unit=unit(case), last=f"{before:.2f}{unit(case)}",
+                          change=f"{change:+.0%}", flag=flag).rstrip())
     print(f"{worse} case(s) worse by more than {args.margin:.0%}" + (" (rerun before believing it)" if worse else ""))
     if args.record and not args.smoke:
         RECORDED.write_text(json.dumps({

@@ -169,6 +169,8 @@ def breakdown_line(events: list, grown_mb: float, n: int, before: tuple) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--firings", type=int, default=100_000)
+    parser.add_argument("--held-only", action="store_true",
+                        help="stop after the line on what the run holds (benchmarks/check.py's memory case)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     blocks = max(1, round(args.firings / 644 * 64))  # 64 blocks make 644 firings
@@ -188,6 +190,10 @@ def main() -> None:
     peak = rss_mb()
     trim()
     pending = rss_mb()
+    if args.held_only:
+        print(f"model: {blocks} x (Linear(64,64)+GELU), batch 32: {n} firings, run-through {seconds:.1f} s")
+        print(f"RSS before {base:.0f} MB; held after the run {pending:.0f} MB ({(pending - base) * 1024 / n:.2f} KB/firing)")
+        return
     start = time.perf_counter()
     for event in trace.events:
         event_json(event)  # every summary computed, as trace --json does

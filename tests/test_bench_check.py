@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASE = re.compile(r"^(?P<case>\S+)\s+(?P<ratio>\d+\.\d\d)x\s+last\s+(?P<last>-|\d+\.\d\dx)")
+CASE = re.compile(r"^(?P<case>\S+)\s+(?P<ratio>-?\d+\.\d\d)(?P<unit>x|KB)\s+last\s+(?P<last>-|-?\d+\.\d\d(x|KB))")
 
 
 def test_bench_check_prints_a_ratio_for_each_case():
@@ -18,9 +18,14 @@ def test_bench_check_prints_a_ratio_for_each_case():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("machine: ")
-    cases = {m["case"]: float(m["ratio"]) for m in map(CASE.match, lines) if m}
-    assert set(cases) == {"mlp/record_vs_plain", "mlp/record_vs_bare", "mlp/plain_vs_bare"}
-    assert all(ratio > 0 for ratio in cases.values())
+    matches = [m for m in map(CASE.match, lines) if m]
+    cases = {m["case"]: float(m["ratio"]) for m in matches}
+    assert set(cases) == {"mlp/record_vs_plain", "mlp/record_vs_bare", "mlp/plain_vs_bare",
+                          "memory/record_kb", "memory/app_kb", "memory/app_kb_less_grads"}
+    assert {m["case"] for m in matches if m["unit"] == "KB"} == {c for c in cases if c.startswith("memory/")}
+    assert all(cases[c] > 0 for c in cases if c.startswith("mlp/"))
+    # The app's figure less the parameters' final .grad is the same run's figure, smaller.
+    assert cases["memory/app_kb_less_grads"] < cases["memory/app_kb"]
     # One repeat (--smoke): the three ratios come from the same three runs, so hooktui against
     # plain hooks is their two ratios to the bare step divided.
     assert abs(cases["mlp/record_vs_plain"] - cases["mlp/record_vs_bare"] / cases["mlp/plain_vs_bare"]) < 0.02 * cases["mlp/record_vs_plain"] + 0.01
