@@ -132,7 +132,15 @@ def let_records_go(after: int) -> None:
     """The `--let-go` experiment: History keeps only its last `after` records."""
     from hooktui.ui.history import History
 
-    extend = History.extend
+    extend, init = History.extend, History.__init__
+
+    class Overwritable(list):  # a list it can overwrite (the history packs itself otherwise)
+        def hook_at(self, position: int) -> str:
+            return self[position].hook
+
+    def init_with_a_list(self):
+        init(self)
+        self.events = Overwritable()
 
     def extend_then_let_go(self, events):
         added = extend(self, events)
@@ -143,6 +151,7 @@ def let_records_go(after: int) -> None:
         return added
 
     History.extend = extend_then_let_go
+    History.__init__ = init_with_a_list
 
 
 def _line(size: int, count: int, firings: int, frame) -> str:
@@ -184,7 +193,8 @@ async def measure(blocks: int, trace: bool) -> None:
         ran = time.monotonic() - started
         firings = len(app.history)
         settle()
-        print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings, c to the end {ran:.0f} s")
+        print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings, c to the end {ran:.0f} s; "
+              f"held packed: {getattr(app.history.events, 'packed', 0)} firings")
         print(f"paused at the first firing: RSS {base[0]:.0f} MB, glibc in use {base[1]:.0f} MB free {base[2]:.0f} MB, "
               f"pymalloc {base[3]} arenas ({base[4]:.0f} MB in allocated blocks)")
         params = sum(p.untyped_storage().nbytes() for p in model.parameters()) / 2**20
@@ -205,8 +215,10 @@ async def measure(blocks: int, trace: bool) -> None:
                 tensor.stats  # noqa: B018 (resolves a pending summary)
         settle()
         state(f"every pending summary resolved ({time.monotonic() - started:.1f} s)", base, firings)
-        app.history.events.clear()
+        events = app.history.events
+        app.history.events = type(events)() if isinstance(events, list) else type(events)(packs_at_run_end=False)
         app.lower.events = app.history.events
+        del events
         settle()
         state("the app's history emptied (no record left)", base, firings)
         if trace:

@@ -5,6 +5,11 @@ to each new firing as it arrives (stepping forward at the latest one, or `G`). F
 whose hook kind is in `hidden` (legacy_backward while the legacy view is off) stay in the
 list but moving skips them: `latest` is the last firing that is not hidden, and the
 status line's "12/28" counts the shown firings only (`shown_ordinal`, `shown_total`).
+
+The list is a `HeldEvents` (engine/records/held.py) that packs its older firings 32 at a
+time while the run goes on, as soon as nothing in them can change (their summaries settled),
+so that a long run's records die young and the run reuses their memory: reading one
+unpacks its chunk. It never packs what is left when the run ends (the screen would wait).
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
 from ..engine.analysis.breakpoints import BreakpointList, Stop
-from ..engine.records.records import Event
 from ..engine.records import firing
+from ..engine.records.held import HeldEvents
+from ..engine.records.records import Event
 
 
 class History:
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: HeldEvents = HeldEvents(packs_at_run_end=False)
         self.cursor = -1
         self.follow = True
         # (phase, module) -> index of its first firing in that phase.
@@ -49,7 +55,7 @@ class History:
         return {phase: n for phase, n in shown.items() if n}
 
     def visible(self, position: int) -> bool:
-        return self.events[position].hook not in self.hidden
+        return self.events.hook_at(position) not in self.hidden
 
     def _hidden_upto(self, position: int) -> int:
         """How many hidden firings are at positions before `position`."""
