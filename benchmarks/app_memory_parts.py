@@ -13,9 +13,11 @@ run has finished takes the growth since the pause at the first firing apart:
   a collection and malloc_trim: what RSS is left with no record at all is free space and
   objects that are not records.
 
-`--let-go N` (an experiment, not the app): each record is let go N firings after it reaches
-the history (the slot then holds the first firing's record, so what the app draws is wrong):
-the bound on what packing the history as its chunks fill could save, the records dying young.
+`--let-go N` (an experiment, not the app): the history is a plain list again, and each record
+is let go N firings after it reaches it (the slot then holds the first firing's record, so
+what the app draws is wrong): records dying younger than the app's packing lets them (it
+packs a chunk once its summaries are settled, ~5,000 firings behind on this model), and
+with them the snapshots of the values pane that the app keeps.
 
 `--trace` (slow: use a few thousand firings) adds tracemalloc: the Python allocations made
 while the model ran that are alive at the run's end, by file:line, and those alive once the
@@ -215,10 +217,8 @@ async def measure(blocks: int, trace: bool) -> None:
                 tensor.stats  # noqa: B018 (resolves a pending summary)
         settle()
         state(f"every pending summary resolved ({time.monotonic() - started:.1f} s)", base, firings)
-        events = app.history.events
-        app.history.events = type(events)() if isinstance(events, list) else type(events)(packs_at_run_end=False)
+        app.history.events.clear()
         app.lower.events = app.history.events
-        del events
         settle()
         state("the app's history emptied (no record left)", base, firings)
         if trace:
