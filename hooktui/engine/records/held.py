@@ -15,8 +15,9 @@ firings behind the latest (notes are only ever added to the latest firing: conta
 and every summary in it is settled (computed, its value block dropped by the budget of
 engine/summaries/lazy_stats.py or never wanted: packing computes nothing and never waits
 for a device), one chunk at a time on the thread that appends. A settled summary is
-packed as the bytes it already holds (stats_bytes.py), a node tree built once. Reading a firing unpickles its chunk (a few hundred microseconds) into plain records
-equal to the ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
+packed as the bytes it already holds (stats_bytes.py), a node tree built once. Reading a
+firing unpickles its chunk (a few hundred microseconds) into plain records equal to the
+ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
 chunks read are kept decoded, so stepping through firings decodes each chunk once.
 
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
@@ -91,8 +92,8 @@ class HeldEvents(Sequence):
     the run goes on, a chunk at a time as each becomes final (`pack_settled`), and never
     packs what is still pending when the run ends (which would compute the summaries and
     hold the store's lock for as long as that takes). A session's store (`record`, `trace
-    --save`) packs at the run's end: measured at 36k firings, that leaves 1.53 KB a firing
-    where packing as it goes left 2.0 (more of Python's arenas kept; docs/benchmarks.md)."""
+    --save`) packs at the run's end, as before (1.6 KB a firing at 36k firings: its goal
+    met; packing it as it goes was not measured on its own, docs/benchmarks.md)."""
 
     def __init__(self, events: Iterable[Event] = (), *, packs_at_run_end: bool = True) -> None:
         self.packs_at_run_end = packs_at_run_end
@@ -100,8 +101,8 @@ class HeldEvents(Sequence):
         self._credit = 0  # firings appended since the last chunk packed while a run goes on
         # Every firing's hook kind (a code: a byte) and module (its name, the one string
         # every firing of the module shares), for the readers that look for a kind of
-        # firing. No new object a firing: one made during the run would outlive it and
-        # keep its memory (a module's code as an int did: +18 MB of arenas at 36k firings).
+        # firing. No new object a firing: one made during the run and alive after it keeps
+        # the memory around it (the module docstring).
         self._hooks = bytearray()
         self._modules: list[str] = []
         self._hook_codes: dict[str, int] = {}
