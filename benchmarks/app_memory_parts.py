@@ -13,9 +13,11 @@ run has finished takes the growth since the pause at the first firing apart:
   a collection and malloc_trim: what RSS is left with no record at all is free space and
   objects that are not records.
 
-`--let-go N` (an experiment, not the app): each record is let go N firings after it reaches
-the history (the slot then holds the first firing's record, so what the app draws is wrong):
-the bound on what packing the history as its chunks fill could save, the records dying young.
+`--let-go N` (an experiment, not the app): the history is a plain list again, and each record
+is let go N firings after it reaches it (the slot then holds the first firing's record, so
+what the app draws is wrong): records dying younger than the app's packing lets them (it
+packs a chunk once its summaries are settled, ~5,000 firings behind on this model), and
+with them the snapshots of the values pane that the app keeps.
 
 `--trace` (slow: use a few thousand firings) adds tracemalloc: the Python allocations made
 while the model ran that are alive at the run's end, by file:line, and those alive once the
@@ -132,7 +134,15 @@ def let_records_go(after: int) -> None:
     """The `--let-go` experiment: History keeps only its last `after` records."""
     from hooktui.ui.history import History
 
-    extend = History.extend
+    extend, init = History.extend, History.__init__
+
+    class Overwritable(list):  # a list it can overwrite (the history packs itself otherwise)
+        def hook_at(self, position: int) -> str:
+            return self[position].hook
+
+    def init_with_a_list(self):
+        init(self)
+        self.events = Overwritable()
 
     def extend_then_let_go(self, events):
         added = extend(self, events)
@@ -143,6 +153,7 @@ def let_records_go(after: int) -> None:
         return added
 
     History.extend = extend_then_let_go
+    History.__init__ = init_with_a_list
 
 
 def _line(size: int, count: int, firings: int, frame) -> str:
@@ -184,7 +195,8 @@ async def measure(blocks: int, trace: bool) -> None:
         ran = time.monotonic() - started
         firings = len(app.history)
         settle()
-        print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings, c to the end {ran:.0f} s")
+        print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings, c to the end {ran:.0f} s; "
+              f"held packed: {getattr(app.history.events, 'packed', 0)} firings")
         print(f"paused at the first firing: RSS {base[0]:.0f} MB, glibc in use {base[1]:.0f} MB free {base[2]:.0f} MB, "
               f"pymalloc {base[3]} arenas ({base[4]:.0f} MB in allocated blocks)")
         params = sum(p.untyped_storage().nbytes() for p in model.parameters()) / 2**20

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .engine.records.records import Event, TensorRecord, TraceInfo, position_of
+from .engine.records.records import Event, TensorRecord, TraceInfo, firings_of, position_of
 from .engine.records.user_hook_records import KIND_TEXT
 from .engine.records.format import shape_text
 
@@ -123,7 +123,7 @@ def _final_grad(event: Event, events, who: str, info) -> list[Statement]:
             part = f" ({tensor.note})" if tensor.note else ""
             out.append(Statement(f"`{tensor.name}`: shape {shape_text(tensor)}, for parameter {tensor.target}{part}."))
     targets = {t.target for t in event.tensors if t.target}
-    grads = [e.number for e in events if e.hook == "param_grad" and any(t.target in targets for t in e.tensors)]
+    grads = [e.number for e in firings_of(events, "param_grad") if any(t.target in targets for t in e.tensors)]
     if grads:
         out.append(Statement("This rank's gradient before it: param_grad " + ", ".join(f"#{n}" for n in grads) + "."))
     return out + _notes(event)
@@ -159,7 +159,7 @@ def _user_hook(event: Event, events, who: str, info) -> list[Statement]:
             )
         )
         here = position_of(events, event.index, event.sub)
-        forward = next((e for e in reversed(events[: here or 0]) if e.hook == "forward" and e.module == event.module), None)
+        forward = next((e for e in reversed(firings_of(events, "forward", event.module)) if e.key < event.key), None) if here else None
         mine, theirs = _tensor_named(event, "grad_input[0]"), _tensor_named(forward, "args[0]") if forward else None
         if mine is not None and theirs is not None and not mine.is_missing:
             same = mine.shape == theirs.shape
@@ -306,7 +306,7 @@ def _sentence(note: str) -> str:
 
 
 def _param_grads(event: Event, events: Sequence[Event], info: TraceInfo | None) -> list[Statement]:
-    grads = [e for e in events if e.hook == "param_grad" and e.module == event.module]
+    grads = firings_of(events, "param_grad", event.module)
     out = []
     arrived = {t.target for e in grads for t in e.tensors}
     module = next((m for m in info.modules if m.name == event.module), None) if info else None
@@ -342,7 +342,7 @@ def _backward_hooks_around(event: Event, events: Sequence[Event]) -> list[Statem
     """When the module's full backward hooks fired, relative to a param_grad firing. A module
     called several times (a shared cell) has one per call, and the parameter's gradient sums
     them all: name each call, never one call's firing as "the" hook."""
-    backwards = [e for e in events if e.hook == "backward" and e.module == event.module]
+    backwards = firings_of(events, "backward", event.module)
     if not backwards:
         return []
     if len(backwards) == 1:

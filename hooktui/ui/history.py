@@ -5,33 +5,43 @@ to each new firing as it arrives (stepping forward at the latest one, or `G`). F
 whose hook kind is in `hidden` (legacy_backward while the legacy view is off) stay in the
 list but moving skips them: `latest` is the last firing that is not hidden, and the
 status line's "12/28" counts the shown firings only (`shown_ordinal`, `shown_total`).
+
+The list is a `HeldEvents` (engine/records/held.py) that packs its older firings 32 at a
+time while the run goes on, as soon as nothing in them can change (their summaries settled),
+so that a long run's records die young and the run reuses their memory: reading one
+unpacks its chunk. It never packs what is left when the run ends (the screen would wait).
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 
 from ..engine.analysis.breakpoints import BreakpointList, Stop
-from ..engine.records.records import Event
 from ..engine.records import firing
+from ..engine.records.held import HeldEvents
+from ..engine.records.records import Event
 
 
 class History:
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: HeldEvents = HeldEvents(packs_at_run_end=False)
         self.cursor = -1
         self.follow = True
-        # (phase, module) -> index of its first firing in that phase.
-        self._first: dict[tuple[str, str], int] = {}
+        # The indexes below get an entry during the run, and what a run makes and keeps
+        # keeps the memory around it (records/held.py): no tuple a key, no int a position
+        # in a list (arrays hold them as numbers).
+        # phase -> module -> index of its first firing in that phase.
+        self._first: dict[str, dict[str, int]] = {}
         # phase -> (positions, modules) of those first firings, in order of position.
-        self._firsts: dict[str, tuple[list[int], list[str]]] = {}
+        self._firsts: dict[str, tuple[array, list[str]]] = {}
         self.per_phase: dict[str, int] = {}
         self.error: Event | None = None  # the `error` firing of a failed run
         self.error_position = -1
         self.hidden: set[str] = set()  # hook kinds that moving skips
         # Positions of the firings of each kind a view may hide (legacy_backward), in order.
-        self._hideable: dict[str, list[int]] = {}
+        self._hideable: dict[str, array] = {}
         self._hidden_per_phase: dict[str, dict[str, int]] = {}  # per_phase, by hook kind
         # Cells the longest sub-number takes (".1": 2), 0 while no firing has one (Event.sub).
         self.sub_width = 0
@@ -49,7 +59,7 @@ class History:
         return {phase: n for phase, n in shown.items() if n}
 
     def visible(self, position: int) -> bool:
-        return self.events[position].hook not in self.hidden
+        return self.events.hook_at(position) not in self.hidden
 
     def _hidden_upto(self, position: int) -> int:
         """How many hidden firings are at positions before `position`."""
@@ -98,14 +108,16 @@ class History:
         added = 0
         for event in events:
             self.events.append(event)
-            key = (event.phase, event.module)
-            if key not in self._first:
-                position = self._first[key] = len(self.events) - 1
-                positions, modules = self._firsts.setdefault(event.phase, ([], []))
+            firsts = self._first.get(event.phase)
+            if firsts is None:
+                firsts = self._first[event.phase] = {}
+            if event.module not in firsts:
+                position = firsts[event.module] = len(self.events) - 1
+                positions, modules = self._firsts.setdefault(event.phase, (array("q"), []))
                 positions.append(position)
                 modules.append(event.module)
             if firing.visibility(event.hook) is firing.Visibility.HIDDEN_LEGACY:
-                self._hideable.setdefault(event.hook, []).append(len(self.events) - 1)
+                self._hideable.setdefault(event.hook, array("q")).append(len(self.events) - 1)
             if event.sub:
                 self.sub_width = max(self.sub_width, len(str(event.sub)) + 1)
             if event.hook == "error":
@@ -131,7 +143,7 @@ class History:
 
     def visited(self, module: str, phase: str, upto: int) -> bool:
         """Did `module` fire in `phase` at or before position `upto`?"""
-        first = self._first.get((phase, module))
+        first = self._first.get(phase, {}).get(module)
         return first is not None and first <= upto
 
     def first_fired_between(self, phase: str, after: int, upto: int) -> list[str]:

@@ -6,12 +6,18 @@ state. Python's small-object allocator gives an arena (1 MiB) back to the system
 every block in it is free, so each arena a record survives in stays, with the free blocks
 of the temporaries around it: another ~1.4 KB a firing (docs/benchmarks.md, 2026-12-05).
 
-`HeldEvents` is a list of firings that, once no run is under way in the process (nothing
-changes a record any more: a guard's note on the latest firing, a summary still pending),
-packs them `CHUNK` at a time into one `bytes` each (pickled, each tensor's statistics as
-one struct and its value block as a float32 or float64 buffer) and lets the record objects
-go. Reading a firing unpickles its chunk (a few hundred microseconds) into plain records
-equal to the ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
+`HeldEvents` is a list of firings that packs them `CHUNK` at a time into one `bytes` each
+(pickled, each tensor's statistics as one struct and its value block as a float32 or
+float64 buffer) and lets the record objects go, once nothing changes a record any more:
+a session's store once no run is under way in the process; the app's history
+(`packs_at_run_end=False`) while the run goes on, a chunk once it is `PACK_BEHIND`
+firings behind the latest (notes are only ever added to the latest firing: contain.py)
+and every summary in it is settled (computed, its value block dropped by the budget of
+engine/summaries/lazy_stats.py or never wanted: packing computes nothing and never waits
+for a device), one chunk at a time on the thread that appends. A settled summary is
+packed as the bytes it already holds (stats_bytes.py), a node tree built once. Reading a
+firing unpickles its chunk (a few hundred microseconds) into plain records equal to the
+ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
 chunks read are kept decoded, so stepping through firings decodes each chunk once.
 
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
@@ -25,6 +31,7 @@ No torch, no Textual: the bottom room's (records/__init__.py).
 from __future__ import annotations
 
 import io
+import operator
 import pickle
 import struct
 import threading
@@ -37,10 +44,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
 
 from .records import NO_NOTES, Event, LazyTensorRecord, NodeRecord, TensorRecord, TensorStats
+from .stats_bytes import counts_of, unpack_stats
 
 CHUNK = 32  # firings a chunk
 PACK_AFTER = 2048  # a store packs once it holds this many firings
 CACHED_CHUNKS = 8  # chunks kept decoded (the ones being looked at)
+# While a run goes on, a chunk packs once it is this many firings behind the latest (a note
+# is only ever added to the latest firing: contain.py) and every summary in it is settled.
+PACK_BEHIND = 64
+# At most one chunk packed per this many firings appended: a store falling behind catches
+# up at four times the pace firings come, and no append waits for more than one chunk.
+PACK_EVERY = 8
 
 _runs = 0
 _started = 0  # runs started in this process so far
@@ -66,14 +80,33 @@ def run_ended() -> None:
         idle = _runs == 0
     if idle:
         for store in list(_stores):
-            store.pack()
+            if store.packs_at_run_end:
+                store.pack()
 
 
 class HeldEvents(Sequence):
     """A run's firings in firing order (a list's reading operations, `append` and `extend`),
-    packed as the module docstring says."""
+    packed as the module docstring says.
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
+    `packs_at_run_end=False` (the app's history, read by the screen): the store packs while
+    the run goes on, a chunk at a time as each becomes final (`pack_settled`), and never
+    packs what is still pending when the run ends (which would compute the summaries and
+    hold the store's lock for as long as that takes). A session's store (`record`, `trace
+    --save`) packs at the run's end, as before (1.6 KB a firing at 36k firings: its goal
+    met; packing it as it goes was not measured on its own, docs/benchmarks.md)."""
+
+    def __init__(self, events: Iterable[Event] = (), *, packs_at_run_end: bool = True) -> None:
+        self.packs_at_run_end = packs_at_run_end
+        self._settled = 0  # how many firings at the tail's start are known settled
+        self._credit = 0  # firings appended since the last chunk packed while a run goes on
+        # Every firing's hook kind (a code: a byte) and module (its name, the one string
+        # every firing of the module shares), for the readers that look for a kind of
+        # firing. No new object a firing: one made during the run and alive after it keeps
+        # the memory around it (the module docstring).
+        self._hooks = bytearray()
+        self._modules: list[str] = []
+        self._hook_codes: dict[str, int] = {}
+        self._hook_names: list[str] = []
         self._chunks = _Slab()
         # Value blocks, each once however many records share it (one tensor's summary is
         # shared by the firings that saw it: a module's output is the next one's input).
@@ -93,14 +126,55 @@ class HeldEvents(Sequence):
     def append(self, event: Event) -> None:
         with self._lock:
             self._tail.append(event)
-            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
-                self.pack()
+            self._index(event)
+            if len(self._tail) >= CHUNK and self._live:
+                if self.packs_at_run_end:
+                    if _runs == 0:
+                        self.pack()
+                else:
+                    self._credit += 1
+                    if self._credit >= PACK_EVERY and len(self._tail) >= CHUNK + PACK_BEHIND:
+                        self.pack_settled()
 
     def extend(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.append(event)
+
+    def _index(self, event: Event) -> None:
+        hook = self._hook_codes.get(event.hook)
+        if hook is None:
+            hook = self._hook_codes[event.hook] = len(self._hook_names)
+            self._hook_names.append(event.hook)
+        self._hooks.append(hook if hook < 255 else 255)  # 255: a kind past the 255th (never, in practice)
+        self._modules.append(event.module)
+
+    def clear(self) -> None:
+        """Let go of every firing (as a list's `clear`)."""
         with self._lock:
-            self._tail.extend(events)
-            if len(self._tail) >= CHUNK and _runs == 0 and self._live:
-                self.pack()
+            self._chunks, self._blocks, self._tail = _Slab(), _Slab(), []
+            self._keys, self._subs, self._cache = array("q"), array("q"), OrderedDict()
+            self._hooks, self._modules = bytearray(), []
+            self._settled = self._credit = 0
+
+    def pack_settled(self) -> bool:
+        """Pack the oldest chunk held as records if it is final: at least PACK_BEHIND firings
+        behind the latest, every summary in it settled (computed and its value block dropped
+        or never wanted: nothing is computed here and no device is waited for). True when it
+        packed one."""
+        with self._lock:
+            tail = self._tail
+            if len(tail) < CHUNK + PACK_BEHIND or len(self) < PACK_AFTER or not self._live:
+                return False
+            at = self._settled
+            while at < CHUNK:
+                if not _settled(tail[at]):
+                    self._settled = at
+                    return False
+                at += 1
+            self._settled = 0
+            self._credit = 0
+            self._pack_chunk({}, own_trees=True)
+            return True
 
     @property
     def _live(self) -> bool:
@@ -114,11 +188,15 @@ class HeldEvents(Sequence):
                 return
             shared: dict[int, tuple] = {}  # id(summary) -> (summary, its block's number)
             while len(self._tail) >= CHUNK:
-                part = self._tail[:CHUNK]
-                self._chunks.add(_encode(part, self._blocks, shared))
-                self._keys.extend(e.index for e in part)
-                self._subs.extend(e.sub for e in part)
-                del self._tail[:CHUNK]
+                self._pack_chunk(shared)
+            self._settled = 0
+
+    def _pack_chunk(self, shared: dict[int, tuple], own_trees: bool = False) -> None:
+        part = self._tail[:CHUNK]
+        self._chunks.add(_encode(part, self._blocks, shared, own_trees))
+        self._keys.extend([e.index for e in part])
+        self._subs.extend([e.sub for e in part])
+        del self._tail[:CHUNK]
 
     @property
     def packed(self) -> int:
@@ -208,6 +286,39 @@ class HeldEvents(Sequence):
                     return packed + at
         return None
 
+    def hook_at(self, position: int) -> str:
+        """The hook kind of the firing at `position`, without decoding its chunk."""
+        code = self._hooks[position]
+        return self._hook_names[code] if code < 255 else self[position].hook
+
+    def positions_where(self, hook: str, module: str | None = None) -> list[int]:
+        """Positions of the firings of kind `hook` (of `module`, if given), in order, found
+        without decoding a chunk (explain looks for a module's param_grad firings at every
+        step: a scan of the records would decode every chunk)."""
+        with self._lock:
+            code = self._hook_codes.get(hook)
+            if code is None:
+                return []
+            if code >= 255:
+                return [at for at, e in enumerate(self) if e.hook == hook and (module is None or e.module == module)]
+            hooks, found = self._hooks, []
+            if module is None:
+                byte = bytes((code,))
+                at = hooks.find(byte)
+                while at >= 0:
+                    found.append(at)
+                    at = hooks.find(byte, at + 1)
+                return found
+            modules = self._modules
+            at = -1
+            while True:
+                try:
+                    at = modules.index(module, at + 1)  # at C speed, a module's firings are few
+                except ValueError:
+                    return found
+                if hooks[at] == code:
+                    found.append(at)
+
     def _chunk(self, at: int) -> list[Event]:
         cache = self._cache
         chunk = cache.get(at)
@@ -218,6 +329,16 @@ class HeldEvents(Sequence):
         if len(cache) > CACHED_CHUNKS:
             cache.popitem(last=False)
         return chunk
+
+
+def _settled(event: Event) -> bool:
+    """Nothing in `event` will change any more (its tensors' summaries: the only part of a
+    record that changes after the firing besides the latest firing's notes)."""
+    for tensor in event.tensors:
+        summary = getattr(tensor, "_summary", None)  # a lazy record's (records.py)
+        if summary is not None and not summary.settled():
+            return False
+    return True
 
 
 class _Window(Sequence):
@@ -286,7 +407,7 @@ class _Slab:
 
 
 # -- the encoding ------------------------------------------------------------------------
-_EVENT_FIELDS = tuple(f.name for f in fields(Event))
+_EVENT_FIELDS = operator.attrgetter(*(f.name for f in fields(Event)))
 
 # TensorStats: count, finite, min, max, mean, std, absmax, norm, nan, posinf, neginf, zeros,
 # nonfinite, approx, sampled, of == "abs", hist_sampled, hist_range (two doubles, NaN for
@@ -360,6 +481,7 @@ def _unpack_values(packed):
 
 def _tensor(name, shape, dtype, device, requires_grad, grad_fn, target, stats, values, values_shape, missing, note,
             extra, layout) -> TensorRecord:
+    values = _values_of(values)
     if type(stats) is bytes and (values is None or type(values) is bytes):
         # Statistics and values stay packed until read, as a lazy record's do (records.py).
         record = LazyTensorRecord.__new__(LazyTensorRecord)
@@ -413,19 +535,53 @@ def _no_notes() -> list[str]:
     return NO_NOTES
 
 
-class _Block(int):
-    """Where a value block is in the store's list (pickled as a persistent id)."""
+# A value block is pickled as its number in the store's list of blocks (an int where a
+# value list or None is otherwise); the chunk being read says which list (`_decode`).
+_reading = threading.local()
+
+
+def _values_of(values):
+    return _reading.blocks.get(values) if type(values) is int else values
+
+
+def _summarised(name, shape, dtype, device, requires_grad, grad_fn, target, stats, values, values_shape, missing, note,
+                extra, layout) -> LazyTensorRecord:
+    """A lazy record packed from its summary's own bytes (records/stats_bytes.py)."""
+    record = LazyTensorRecord.__new__(LazyTensorRecord)
+    record.name, record.shape, record.dtype, record.device = name, shape, dtype, device
+    record.requires_grad, record.grad_fn, record.target = requires_grad, grad_fn, target
+    record.missing, record.note, record.extra, record.layout = missing, note, extra, layout
+    record._summary = _PackedSummary(stats, _values_of(values), values_shape)
+    return record
+
+
+class _PackedSummary(_Packed):
+    """_Packed whose statistics are a lazy summary's bytes (stats_bytes.py's layout)."""
+
+    __slots__ = ()
+
+    def read_stats(self) -> TensorStats:
+        return unpack_stats(self.stats)
+
+    def nonfinite_counts(self) -> tuple[int, int, int]:
+        return counts_of(self.stats)
 
 
 class _Packer(pickle.Pickler):
-    def __init__(self, out, blocks: _Slab, shared: dict[int, tuple]) -> None:
+    def __init__(self, out, blocks: _Slab, shared: dict[int, tuple], own_trees: bool = False) -> None:
         super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
         self.blocks, self.shared = blocks, shared
-
-    def persistent_id(self, obj):
-        return int(obj) if type(obj) is _Block else None
+        # Lazy node records built here, shared by the chunk's firings (while a run goes on:
+        # the autograd room's cache of built trees is the model thread's), else read as
+        # the app reads them. Measured at a run's end, the trees built here per chunk left
+        # 0.35 KB a firing more of Python's arenas kept than the shared cache did.
+        self.nodes: dict | None = {} if own_trees else None
 
     def reducer_override(self, obj):
+        if type(obj) is LazyTensorRecord:
+            packed = self._summarised(obj)
+            if packed is not None:
+                return packed
         if isinstance(obj, TensorRecord):
             # Statistics and values first: a summary that fails adds its note (records.py).
             stats, values, values_shape = obj.stats, obj.values, obj.values_shape
@@ -435,45 +591,63 @@ class _Packer(pickle.Pickler):
                 obj.note, obj.extra, obj.layout,
             )
         if type(obj) is Event:
-            return Event, tuple(getattr(obj, name) for name in _EVENT_FIELDS)
+            return Event, _EVENT_FIELDS(obj)
         if isinstance(obj, NodeRecord):  # a lazy one (engine/autograd/nodes.py) as its plain twin
+            plain = getattr(obj, "plain_record", None) if self.nodes is not None else None
+            if plain is not None:  # built once, not once per field read
+                obj = plain(self.nodes)
             return NodeRecord, (obj.name, obj.seq_nr, obj.next, obj.saved, obj.truncated)
         if obj is NO_NOTES:
             return _no_notes, ()
         return NotImplemented
 
 
+    def _summarised(self, record: LazyTensorRecord):
+        """A lazy record's reduction from its summary's compact bytes (no TensorStats or
+        value list built); None where the summary has none (read as any record then)."""
+        compact = getattr(record._summary, "compact", None)
+        if compact is None:
+            return None
+        try:
+            stats, block, wide, block_shape = compact()
+        except Exception:  # read as a record: the failure becomes its note (records.py)
+            return None
+        values = None
+        if block is not None:
+            values = self._block(record._summary, (b"d" if wide else b"f") + block)
+        return _summarised, (
+            record.name, record.shape, record.dtype, record.device, record.requires_grad, record.grad_fn, record.target,
+            stats, values, block_shape, record.missing, record.note, record.extra, record.layout,
+        )
+
     def _values(self, record: TensorRecord, values):
         packed = _pack_values(values)
         if type(packed) is not bytes:
             return packed
-        summary = getattr(record, "_summary", None)  # a lazy record's: shared by the records of one tensor
+        return self._block(getattr(record, "_summary", None), packed)  # a lazy record's: shared by the records of one tensor
+
+    def _block(self, summary, packed: bytes) -> int:
         if summary is not None:
             known = self.shared.get(id(summary))
             if known is not None and known[0] is summary and self.blocks.get(known[1]) == packed:
-                return _Block(known[1])
+                return known[1]
         at = self.blocks.add(packed)
         if summary is not None:
             self.shared[id(summary)] = (summary, at)
-        return _Block(at)
+        return at
 
 
-class _Unpacker(pickle.Unpickler):
-    def __init__(self, chunk: bytes, blocks: _Slab) -> None:
-        super().__init__(io.BytesIO(zlib.decompress(chunk)))
-        self.blocks = blocks
-
-    def persistent_load(self, pid):
-        return self.blocks.get(pid)
-
-
-def _encode(events: list[Event], blocks: _Slab, shared: dict[int, tuple]) -> bytes:
+def _encode(events: list[Event], blocks: _Slab, shared: dict[int, tuple], own_trees: bool = False) -> bytes:
     out = io.BytesIO()
-    _Packer(out, blocks, shared).dump(events)
+    _Packer(out, blocks, shared, own_trees).dump(events)
     # Compressed: what a firing repeats (field layout, small integers, empty slots) is most
     # of it (~480 bytes a firing, ~100 compressed; ~60 us a chunk to decompress).
     return zlib.compress(out.getvalue(), 1)
 
 
 def _decode(chunk: bytes, blocks: _Slab) -> list[Event]:
-    return _Unpacker(chunk, blocks).load()
+    _reading.blocks = blocks
+    try:
+        return pickle.loads(zlib.decompress(chunk))
+    finally:
+        _reading.blocks = None

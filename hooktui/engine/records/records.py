@@ -202,6 +202,9 @@ class _FailedSummary:
     def drop_values(self) -> None:
         pass
 
+    def settled(self) -> bool:
+        return True
+
 
 _READS = {
     "stats": lambda summary: summary.read_stats(),
@@ -358,6 +361,15 @@ def position_of(events: Sequence[Event], index: int, sub: int = 0) -> int | None
     if position < len(events) and events[position].key == (index, sub):
         return position
     return None
+
+
+def firings_of(events: Sequence[Event], hook: str, module: str | None = None) -> list[Event]:
+    """The firings of kind `hook` (of `module`, if given) in `events`, in order. A packed
+    store (held.py) finds them from its index, without unpacking every firing."""
+    where = getattr(events, "positions_where", None)
+    if where is not None:
+        return [events[at] for at in where(hook, module)]
+    return [e for e in events if e.hook == hook and (module is None or e.module == module)]
 
 
 def _key(event: Event) -> tuple[int, int]:

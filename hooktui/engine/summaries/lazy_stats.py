@@ -13,7 +13,6 @@ the run pauses or ends, when one of them is read, or when too much is pending.
 from __future__ import annotations
 
 import math
-import struct
 import threading
 import weakref
 from array import array
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 from ..records.records import TensorStats
+from ..records.stats_bytes import counts_of, pack_stats, unpack_stats
 from . import device_reduce
 
 HIST_BINS = 16
@@ -88,6 +88,18 @@ class _Summary:
         """(TensorStats, values or None, values_shape or None)."""
         return self.read_stats(), self.read_values(), self.read_values_shape()
 
+    def compact(self) -> tuple:
+        """(packed stats as records/stats_bytes.py packs them, value block bytes or None,
+        float64 block?, block shape or None): what a packed firing keeps (records/held.py).
+        Computes the summary if it is pending."""
+        return self._compact()
+
+    def settled(self) -> bool:
+        """Nothing about this summary will change any more: computed, and its value block
+        either dropped by the budget or never wanted. Never computes, never waits for a
+        device: a store packs a firing only once all its summaries are settled (held.py)."""
+        return False
+
 
 class Ready(_Summary):
     """A summary with nothing left to compute (an empty tensor)."""
@@ -103,6 +115,9 @@ class Ready(_Summary):
 
     def nonfinite_counts(self) -> tuple[int, int, int]:
         return _counts_of(self._result[0])
+
+    def settled(self) -> bool:
+        return True  # outside every budget: its value block stays
 
 
 class HostSnapshot(_Summary):
@@ -121,6 +136,9 @@ class HostSnapshot(_Summary):
         if nbytes is None:
             nbytes = _nbytes(values) + _nbytes(sample) + _nbytes(block)
         _current_budget().add(self, nbytes)
+
+    def settled(self) -> bool:
+        return self._result is not None and self.block is None
 
     def drop_values(self) -> None:
         """Keep the statistics, forget the value block (the budget is spent)."""
@@ -260,6 +278,10 @@ class DeviceSnapshot(_Summary):
         self.batch = _batch()
         self.batch.add(self)
         return self
+
+    def settled(self) -> bool:
+        result = self._result
+        return result is not None and result[1] is None
 
     def elements(self) -> int:
         block = self.block
@@ -439,42 +461,8 @@ def _compacted(result: tuple, wide: bool) -> tuple:
     return pack_stats(stats), None if values is None else values.tobytes(), wide, values_shape
 
 
-def _counts_of(packed: bytes) -> tuple[int, int, int]:
-    nan, posinf, neginf = _FIXED.unpack_from(packed)[8:11]
-    return int(nan), int(posinf), int(neginf)
-
-
-# TensorStats as bytes: the fixed fields (None as NaN: never a statistic of finite
-# values), the histogram range, then the histogram's counts.
-_FIXED = struct.Struct("<19d")
-_NONE = math.nan
-
-
-def pack_stats(s: TensorStats) -> bytes:
-    lo, hi = s.hist_range if s.hist_range is not None else (_NONE, _NONE)
-    fixed = _FIXED.pack(
-        s.count, s.finite, *(_NONE if v is None else v for v in (s.min, s.max, s.mean, s.std, s.absmax, s.norm)),
-        s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled,
-        lo, hi,
-    )
-    return fixed + struct.pack(f"<{len(s.hist)}I", *s.hist)  # at most 2^20 values are binned
-
-
-def unpack_stats(packed: bytes) -> TensorStats:
-    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
-     hist_sampled, range_lo, range_hi) = _FIXED.unpack_from(packed)
-    hist = list(struct.unpack_from(f"<{(len(packed) - _FIXED.size) // 4}I", packed, _FIXED.size))
-    none = _none
-    return TensorStats(
-        count=int(count), finite=int(finite), min=none(lo), max=none(hi), mean=none(mean), std=none(std),
-        absmax=none(absmax), norm=none(norm), nan=int(nan), posinf=int(posinf), neginf=int(neginf), zeros=int(zeros),
-        nonfinite=int(nonfinite), hist=hist, hist_range=None if range_lo != range_lo else [range_lo, range_hi],
-        approx=bool(approx), sampled=int(sampled), of="abs" if is_abs else "values", hist_sampled=int(hist_sampled),
-    )
-
-
-def _none(value: float) -> float | None:
-    return None if value != value else value
+# TensorStats as bytes (records/stats_bytes.py: a packed firing keeps the same bytes).
+_counts_of = counts_of
 
 
 def finish(head: Head, counts, moments, sample: np.ndarray, sample_is_all: bool, block) -> tuple:

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ...engine.analysis.born import where_born
 from ...engine.analysis.breakpoints import Stop
-from ...engine.records.records import Event, TraceInfo
+from ...engine.records.records import Event, TraceInfo, firings_of
 from ...explain import NOTE_CHARS, NOTES_SHOWN, Statement, explain, input_subject
 from ...engine.records.format import shape_text
 from .text_view import TextView
@@ -44,7 +44,7 @@ def call_partner(event: Event, events: Sequence[Event], hidden: set[str]) -> tup
     if event.hook not in ("legacy_backward", "backward") or "legacy_backward" in hidden:
         return None
     want = "backward" if event.hook == "legacy_backward" else "legacy_backward"
-    other = next((e for e in events if e.hook == want and e.module == event.module and e.call == event.call), None)
+    other = next((e for e in firings_of(events, want, event.module) if e.call == event.call), None)
     if other is None:
         return None
     return (event, other) if event.hook == "legacy_backward" else (other, event)
@@ -86,7 +86,7 @@ def side_by_side(legacy: Event, full: Event, events: Sequence[Event], info: Trac
             target = tensor.target or "?"
             what = input_subject(target)
             right.append(_entry(tensor.name, shape_text(tensor), f"= grad w.r.t. {what} ({target})"))
-    arrived = {t.target: e.index for e in events if e.hook == "param_grad" and e.module == full.module for t in e.tensors}
+    arrived = {t.target: e.index for e in firings_of(events, "param_grad", full.module) for t in e.tensors}
     module = next((m for m in info.modules if m.name == full.module), None) if info else None
     names = [f"{full.module}.{p}" if full.module else p for p in (module.params if module else {})] or list(arrived)
     if names:
