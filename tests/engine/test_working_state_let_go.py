@@ -60,3 +60,29 @@ def test_a_calls_backward_state_goes_once_its_firings_are_made(counted_passes):
     # once the firing after it has started).
     assert all(alive <= calls - k + 2 for k, alive in enumerate(alive_at_backward)), alive_at_backward
     assert alive_at_backward[-1] <= 3, alive_at_backward
+
+
+@pytest.mark.parametrize("retain_graph", [False, True])
+def test_the_backward_s_root_is_not_held_once_the_run_is_over(retain_graph):
+    """A session that stays (the app's, `debug`'s) keeps nothing of the run's autograd graph:
+    the loss it started from held would keep every node alive, with the hooks on them (and,
+    with retain_graph, the activations the nodes saved) until the next run."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1))
+    x = torch.randn(4, 8)
+    losses: list[weakref.ref] = []
+
+    def step() -> torch.Tensor:
+        loss = model(x).sum()
+        losses.append(weakref.ref(loss))
+        loss.backward(retain_graph=retain_graph)
+        return loss.detach()
+
+    session = Session(model, None, step=step, pause=False, keep_events=False)
+    session.run()
+    assert len(losses) == 1
+    import gc
+
+    gc.collect()
+    assert losses[0]() is None, "the run's loss (and its graph) outlived the run"
+    assert session is not None

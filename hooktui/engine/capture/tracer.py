@@ -509,6 +509,11 @@ class Tracer:
             self._backward_depth -= 1
             if self.on_backward_end is not None:
                 self.on_backward_end(depth)
+            if self.backward_roots is roots:
+                # Held on, the loss would keep the whole graph alive (its nodes, hooktui's
+                # hooks on them, with retain_graph the saved activations) as long as a
+                # session that stays does: the app's, `debug`'s.
+                self.backward_roots = []
 
     @contextmanager
     def _one_backward(self, roots: list[torch.Tensor], kind: str, create_graph: bool, keep_graph: bool | None,
