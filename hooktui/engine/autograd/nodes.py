@@ -116,7 +116,7 @@ class LazyNodeRecord(NodeRecord):
         """The tree as plain records, built here without the shared cache (records/held.py
         packs it; the cache is the app's, and another thread may be using it). `memo`: the
         trees built for the other firings of one packing, shared with them."""
-        return _plain_at(self._facts, self._depth, self._tick, memo)[0]
+        return _record_at(self._facts, self._depth, self._tick, memo)[0]
 
     def names(self) -> list[str]:
         """Every node name in the tree, without building it (visible.py checks them)."""
@@ -133,9 +133,16 @@ class LazyNodeRecord(NodeRecord):
 _NODE_FIELDS = frozenset(("name", "seq_nr", "next", "saved", "truncated"))
 
 
-def _record_at(facts: _Facts, depth: int, tick: int) -> tuple[NodeRecord, int]:
+def _record_at(facts: _Facts, depth: int, tick: int, memo: dict | None = None) -> tuple[NodeRecord, int]:
     """The record of `facts` `depth` levels deep as it was at `tick`, and the tick of the
-    latest reading it depends on (records built lately are shared by that key)."""
+    latest reading it depends on (records built lately are shared by that key). `memo`: a
+    dict to build into instead of the shared cache (_BUILT), whose keys' facts the caller
+    keeps alive (records/held.py packs on another thread than the one reading the cache)."""
+    if memo is not None:
+        at_tick = (id(facts), depth, tick, None)  # the firings of one tick share whole trees
+        known = memo.get(at_tick)
+        if known is not None:
+            return known
     seen, saved = facts.saved_at(tick)
     children: list[NodeRecord | None] = []
     if depth > 0:
@@ -143,36 +150,7 @@ def _record_at(facts: _Facts, depth: int, tick: int) -> tuple[NodeRecord, int]:
             if child is None:
                 children.append(None)
                 continue
-            record, child_seen = _record_at(child, depth - 1, tick)
-            children.append(record)
-            seen = max(seen, child_seen)
-        truncated = facts.n_next > BREADTH
-    else:
-        truncated = facts.n_next > 0
-    key = (id(facts), depth, seen)
-    built = _BUILT.get(key)
-    if built is None or built[0] is not facts:
-        if len(_BUILT) >= _BUILT_MAX:
-            del _BUILT[next(iter(_BUILT))]  # the oldest
-        record = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
-        _BUILT[key] = built = (facts, record)  # facts: keeps its id from being recycled meanwhile
-    return built[1], seen
-
-
-def _plain_at(facts: _Facts, depth: int, tick: int, memo: dict) -> tuple[NodeRecord, int]:
-    """_record_at into `memo` (whose keys' facts the caller keeps alive) instead of _BUILT."""
-    at_tick = (id(facts), depth, tick, None)  # the firings of one tick share whole trees
-    known = memo.get(at_tick)
-    if known is not None:
-        return known
-    seen, saved = facts.saved_at(tick)
-    children: list[NodeRecord | None] = []
-    if depth > 0:
-        for child in facts.children or ():
-            if child is None:
-                children.append(None)
-                continue
-            record, child_seen = _plain_at(child, depth - 1, tick, memo)
+            record, child_seen = _record_at(child, depth - 1, tick, memo)
             children.append(record)
             if child_seen > seen:
                 seen = child_seen
@@ -180,11 +158,19 @@ def _plain_at(facts: _Facts, depth: int, tick: int, memo: dict) -> tuple[NodeRec
     else:
         truncated = facts.n_next > 0
     key = (id(facts), depth, seen)
-    record = memo.get(key)
-    if record is None:
-        record = memo[key] = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
-    known = memo[at_tick] = (record, seen)
-    return known
+    if memo is not None:
+        record = memo.get(key)
+        if record is None:
+            record = memo[key] = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
+        known = memo[at_tick] = (record, seen)
+        return known
+    built = _BUILT.get(key)
+    if built is None or built[0] is not facts:
+        if len(_BUILT) >= _BUILT_MAX:
+            del _BUILT[next(iter(_BUILT))]  # the oldest
+        record = NodeRecord(name=facts.name, seq_nr=facts.seq_nr, next=children, saved=saved, truncated=truncated)
+        _BUILT[key] = built = (facts, record)  # facts: keeps its id from being recycled meanwhile
+    return built[1], seen
 
 
 # Records built lately, by (id of the facts, depth, tick of the latest reading they depend on):
