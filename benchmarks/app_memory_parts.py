@@ -32,10 +32,8 @@ import argparse
 import asyncio
 import ctypes
 import gc
-import os
 import re
 import sys
-import tempfile
 import time
 import tracemalloc
 import warnings
@@ -50,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from hooktui.engine.run.session import Session  # noqa: E402
 from hooktui.ui.app import HooktuiApp  # noqa: E402
 from hooktui.ui.sources import LiveSource  # noqa: E402
+from memory import debug_malloc_stats  # noqa: E402  (benchmarks/memory.py)
 
 
 class _MallInfo2(ctypes.Structure):
@@ -77,16 +76,7 @@ def glibc() -> tuple[float, float]:
 def pymalloc() -> tuple[int, float, float]:
     """(arenas, MB in allocated blocks, MB in free blocks) of Python's small-object allocator
     (all 0 under tracemalloc, which takes the allocator's place)."""
-    with tempfile.TemporaryFile() as out:  # the stats go to the C stderr
-        saved = os.dup(2)
-        os.dup2(out.fileno(), 2)
-        try:
-            sys._debugmallocstats()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        out.seek(0)
-        stats = out.read().decode()
+    stats = debug_malloc_stats() or ""
 
     def number(label: str) -> int:
         found = re.search(rf"# {label}\s*=\s*([\d,]+)", stats)

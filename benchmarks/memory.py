@@ -121,9 +121,9 @@ def held_by_records(events: list) -> dict[str, int]:
     return out
 
 
-def pymalloc_mb() -> tuple[float, float] | None:
-    """Python's small-object allocator: (MB of its arenas, MB in blocks in use), from
-    sys._debugmallocstats (CPython only; it writes to the C stderr)."""
+def debug_malloc_stats() -> str | None:
+    """What sys._debugmallocstats says of Python's small-object allocator (CPython only; it
+    writes to the C stderr), or None."""
     import os
     import tempfile
 
@@ -139,7 +139,14 @@ def pymalloc_mb() -> tuple[float, float] | None:
             os.dup2(saved, 2)
             os.close(saved)
         out.seek(0)
-        text = out.read()
+        return out.read()
+
+
+def pymalloc_mb() -> tuple[float, float] | None:
+    """Python's small-object allocator: (MB of its arenas, MB in blocks in use)."""
+    text = debug_malloc_stats()
+    if text is None:
+        return None
     found = {}
     for line in text.splitlines():
         if "bytes/arena" in line or line.startswith("# bytes in allocated blocks"):
