@@ -21,6 +21,7 @@ from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from ..engine.analysis.breakpoints import CONDITION_NAMES, Breakpoint, Stop
@@ -633,8 +634,13 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
         self.timeline.focus()
 
     def action_pane(self, name: str) -> None:
-        pane = self.lower.reveal(name)
-        target = pane.query("DataTable, Tree, ValuesGrid, TensorTable").first() if pane.query("DataTable, Tree, ValuesGrid, TensorTable") else pane
+        # Focused once it is on screen: at once, or once the panes composed again at a
+        # resize are mounted (reveal).
+        self.lower.reveal(name, then=self._focus_pane)
+
+    def _focus_pane(self, pane: Widget) -> None:
+        found = pane.query("DataTable, Tree, ValuesGrid, TensorTable")
+        target = found.first() if found else pane
         self.call_after_refresh(target.focus)
 
     def action_slice(self, delta: int) -> None:

@@ -201,3 +201,40 @@ def test_the_watch_tab_shows_the_firing_on_screen_when_switched_to(seed_trace):
             assert str(table.get_row_at(0)[1]) == repr(app.current.index)
 
     run(script())
+
+
+@pytest.mark.parametrize("when", ["compose", "mount"])
+@pytest.mark.parametrize("name", ["explain", "values"])
+def test_a_pane_key_pressed_while_the_panes_are_composed_again_shows_it(seed_trace, name, when):
+    """A resize to tabs composes the panes again: the old ones are removed, then the new
+    ones composed and mounted, and keys are handled in between. A pane key handled there
+    found no pane (NoMatches: the app ended) or was lost (the tabs composed on the old
+    choice). Here the key is handled at each of those two points, as the app would."""
+    app = HooktuiApp(recorded=seed_trace, show_timings=False)
+    handled = []
+
+    async def script():
+        async with app.run_test(size=WIDE, notifications=False) as pilot:
+            await pilot.pause()
+            await _step_to(pilot, _differing(app, name, 0))
+            await pilot.press("t")  # the tensors pane chosen: the tabs would start on it
+            lower = app.lower
+            real = getattr(lower, when if when == "compose" else "mount_all")
+
+            def key_then(*args, **kwargs):
+                if not handled:  # the panes' composition of the new layout, once
+                    handled.append(app.lower.query(f"#{name}").first() if app.lower.query(f"#{name}") else None)
+                    app.action_pane(name)
+                return real(*args, **kwargs)
+
+            setattr(lower, when if when == "compose" else "mount_all", key_then)
+            await pilot.resize_terminal(*NARROW)
+            await wait_for(pilot, lambda: not lower.wide and lower.query("#tabs") and handled, "the narrow layout")
+            await pilot.pause()
+            assert handled == [None]  # the key came while no pane was there
+            await wait_for(pilot, lambda: name in lower.visible_panes(), f"the {name} tab")
+            _shows_current(app, name)
+            assert app.focused is not None and lower.query_one(f"#{name}") in (app.focused, *app.focused.ancestors)
+        assert app.return_code in (None, 0)
+
+    run(script())

@@ -12,7 +12,7 @@ A step of the app costs what it shows, however many tabs there are."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -80,6 +80,8 @@ class LowerPanes(Widget):
         self._watch_values: list = []  # the watches' values at the firing shown (the app's), and its note
         self._watch_note = ""
         self._tensors_stale = False  # the tensors pane was hidden when the firing shown changed
+        self._composing = False  # recompose: the panes are being replaced
+        self._asked: tuple | None = None  # a pane asked for meanwhile, and what to do with it (reveal)
 
     class LayoutChanged(Message):
         """The panes switched between tabs and side by side."""
@@ -293,8 +295,30 @@ class LowerPanes(Widget):
             pane.step_slice(delta, outer)
             self.slice_no = pane.slice_no
 
-    def reveal(self, name: str) -> Widget:
-        """Bring pane `name` on screen (switching tabs if needed) and return it."""
+    async def recompose(self) -> None:
+        # While the panes are composed again (the layout switched at a resize, the Watch tab
+        # added), the old ones are gone and the new ones not mounted yet: a pane asked for
+        # then (`x` pressed just after a resize) is shown once they are there.
+        self._composing = True
+        try:
+            await super().recompose()
+        finally:
+            self._composing = False
+        asked, self._asked = self._asked, None
+        if asked is not None and self.is_attached:
+            self.reveal(*asked)
+
+    def reveal(self, name: str, then: Callable[[Widget], object] | None = None) -> Widget | None:
+        """Bring pane `name` on screen (switching tabs if needed) and return it; `then` is
+        called with it. While the panes are being composed again there is none to return:
+        it is chosen now (a composition still to come starts on its tab), brought on screen
+        and handed to `then` once they are mounted."""
+        if self._composing:
+            self.active = name
+            if name in SIDE or name == WATCH:
+                self.side_active = name
+            self._asked = (name, then)
+            return None
         pane = self.query_one(f"#{name}")
         for tabs in self.query(TabbedContent):
             if tabs.query(f"#tab-{name}"):
@@ -302,7 +326,10 @@ class LowerPanes(Widget):
         self.active = name
         if name in SIDE or name == WATCH:
             self.side_active = name
-        return self.pane(name) if name in self._panes else pane
+        pane = self.pane(name) if name in self._panes else pane
+        if then is not None:
+            then(pane)
+        return pane
 
     def visible_panes(self) -> list[str]:
         """The panes on screen now (not hidden in an inactive tab)."""
