@@ -7,8 +7,9 @@ every block in it is free, so each arena a record survives in stays, with the fr
 of the temporaries around it: another ~1.4 KB a firing (docs/benchmarks.md, 2026-12-05).
 
 `HeldEvents` is a list of firings that packs them `CHUNK` at a time into one `bytes` each
-(pickled, each tensor's statistics as one struct and its value block as a float32 or
-float64 buffer) and lets the record objects go, once nothing changes a record any more:
+(pickled, each tensor's statistics in stats_bytes.py's layout, the one a lazy summary keeps,
+and its value block as a float32 or float64 buffer) and lets the record objects go, once
+nothing changes a record any more:
 a session's store once no run is under way in the process; the app's history
 (`packs_at_run_end=False`) while the run goes on, a chunk once it is `PACK_BEHIND`
 firings behind the latest (notes are only ever added to the latest firing: contain.py)
@@ -33,7 +34,6 @@ from __future__ import annotations
 import io
 import operator
 import pickle
-import struct
 import threading
 import weakref
 import zlib
@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
 
 from .records import NO_NOTES, Event, LazyTensorRecord, NodeRecord, TensorRecord, TensorStats
-from .stats_bytes import counts_of, unpack_stats
+from .stats_bytes import counts_of, exact_bytes, unpack_stats
 
 CHUNK = 32  # firings a chunk
 PACK_AFTER = 2048  # a store packs once it holds this many firings
@@ -409,52 +409,6 @@ class _Slab:
 # -- the encoding ------------------------------------------------------------------------
 _EVENT_FIELDS = operator.attrgetter(*(f.name for f in fields(Event)))
 
-# TensorStats: count, finite, min, max, mean, std, absmax, norm, nan, posinf, neginf, zeros,
-# nonfinite, approx, sampled, of == "abs", hist_sampled, hist_range (two doubles, NaN for
-# None), then the histogram as uint32. A statistic that is None is NaN (never one of finite
-# values); statistics this cannot hold as they are (from a file: an int where a float is)
-# are pickled as the record itself.
-_STATS = struct.Struct("<2q6d5q?q?q2d")
-_NONE = float("nan")
-
-
-def _pack_stats(s: TensorStats) -> bytes | TensorStats:
-    floats = (s.min, s.max, s.mean, s.std, s.absmax, s.norm)
-    rng = s.hist_range
-    if (s.of not in ("values", "abs") or type(s.approx) is not bool
-            or not all(v is None or (type(v) is float and v == v) for v in floats)
-            or not (rng is None or (type(rng) is list and len(rng) == 2 and all(type(v) is float and v == v for v in rng)))
-            or not all(type(v) is int for v in (s.count, s.finite, s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite,
-                                                 s.sampled, s.hist_sampled))
-            or type(s.hist) is not list or not set(map(type, s.hist)) <= _INT
-            or (s.hist and not 0 <= min(s.hist) <= max(s.hist) < 1 << 32)):
-        return s
-    lo, hi = rng if rng is not None else (_NONE, _NONE)
-    try:
-        return _STATS.pack(
-            s.count, s.finite, *(_NONE if v is None else v for v in floats), s.nan, s.posinf, s.neginf, s.zeros,
-            s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled, lo, hi,
-        ) + array("I", s.hist).tobytes()
-    except (struct.error, OverflowError):
-        return s
-
-
-def _unpack_stats(packed: bytes) -> TensorStats:
-    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
-     hist_sampled, range_lo, range_hi) = _STATS.unpack_from(packed)
-    hist = array("I")
-    hist.frombytes(packed[_STATS.size:])
-    return TensorStats(
-        count=count, finite=finite, min=_none(lo), max=_none(hi), mean=_none(mean), std=_none(std),
-        absmax=_none(absmax), norm=_none(norm), nan=nan, posinf=posinf, neginf=neginf, zeros=zeros,
-        nonfinite=nonfinite, hist=hist.tolist(), hist_range=None if range_lo != range_lo else [range_lo, range_hi],
-        approx=approx, sampled=sampled, of="abs" if is_abs else "values", hist_sampled=hist_sampled,
-    )
-
-
-def _none(value: float) -> float | None:
-    return None if value != value else value
-
 
 def _pack_values(values):
     """A value block as b"f" or b"d" and its buffer, float32 where that holds every value
@@ -468,7 +422,6 @@ def _pack_values(values):
 
 
 _FLOAT = frozenset((float,))
-_INT = frozenset((int,))
 
 
 def _unpack_values(packed):
@@ -492,7 +445,7 @@ def _tensor(name, shape, dtype, device, requires_grad, grad_fn, target, stats, v
         return record
     return TensorRecord(
         name, shape, dtype, device, requires_grad, grad_fn, target,
-        _unpack_stats(stats) if type(stats) is bytes else stats, _unpack_values(values), values_shape, missing, note,
+        unpack_stats(stats) if type(stats) is bytes else stats, _unpack_values(values), values_shape, missing, note,
         extra, layout,
     )
 
@@ -507,7 +460,7 @@ class _Packed:
         self.stats, self.values, self.values_shape = stats, values, values_shape
 
     def read_stats(self) -> TensorStats | None:
-        return None if self.stats is None else _unpack_stats(self.stats)
+        return None if self.stats is None else unpack_stats(self.stats)
 
     def read_values(self) -> list[float] | None:
         return None if self.values is None else _unpack_values(self.values)
@@ -516,9 +469,7 @@ class _Packed:
         return self.values_shape
 
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
-        if self.stats is None:
-            return None
-        return _COUNTS.unpack_from(self.stats, _COUNTS_AT)
+        return None if self.stats is None else counts_of(self.stats)
 
     def resolve(self) -> tuple:
         return self.read_stats(), self.read_values(), self.read_values_shape()
@@ -527,8 +478,13 @@ class _Packed:
         pass
 
 
-_COUNTS = struct.Struct("<3q")
-_COUNTS_AT = struct.calcsize("<2q6d")
+def _stats_bytes(stats: TensorStats) -> bytes | TensorStats:
+    """Statistics in stats_bytes.py's layout, or the TensorStats itself (pickled as it is)
+    where the layout cannot give it back as it was: a trace file's, an integer where a
+    float is (tests/engine/test_held_events.py), can reach a store that packs (one made in
+    a process where a run then starts). What the engine makes always fits."""
+    packed = exact_bytes(stats)
+    return stats if packed is None else packed
 
 
 def _no_notes() -> list[str]:
@@ -542,29 +498,6 @@ _reading = threading.local()
 
 def _values_of(values):
     return _reading.blocks.get(values) if type(values) is int else values
-
-
-def _summarised(name, shape, dtype, device, requires_grad, grad_fn, target, stats, values, values_shape, missing, note,
-                extra, layout) -> LazyTensorRecord:
-    """A lazy record packed from its summary's own bytes (records/stats_bytes.py)."""
-    record = LazyTensorRecord.__new__(LazyTensorRecord)
-    record.name, record.shape, record.dtype, record.device = name, shape, dtype, device
-    record.requires_grad, record.grad_fn, record.target = requires_grad, grad_fn, target
-    record.missing, record.note, record.extra, record.layout = missing, note, extra, layout
-    record._summary = _PackedSummary(stats, _values_of(values), values_shape)
-    return record
-
-
-class _PackedSummary(_Packed):
-    """_Packed whose statistics are a lazy summary's bytes (stats_bytes.py's layout)."""
-
-    __slots__ = ()
-
-    def read_stats(self) -> TensorStats:
-        return unpack_stats(self.stats)
-
-    def nonfinite_counts(self) -> tuple[int, int, int]:
-        return counts_of(self.stats)
 
 
 class _Packer(pickle.Pickler):
@@ -587,7 +520,7 @@ class _Packer(pickle.Pickler):
             stats, values, values_shape = obj.stats, obj.values, obj.values_shape
             return _tensor, (
                 obj.name, obj.shape, obj.dtype, obj.device, obj.requires_grad, obj.grad_fn, obj.target,
-                None if stats is None else _pack_stats(stats), self._values(obj, values), values_shape, obj.missing,
+                None if stats is None else _stats_bytes(stats), self._values(obj, values), values_shape, obj.missing,
                 obj.note, obj.extra, obj.layout,
             )
         if type(obj) is Event:
@@ -615,7 +548,7 @@ class _Packer(pickle.Pickler):
         values = None
         if block is not None:
             values = self._block(record._summary, (b"d" if wide else b"f") + block)
-        return _summarised, (
+        return _tensor, (
             record.name, record.shape, record.dtype, record.device, record.requires_grad, record.grad_fn, record.target,
             stats, values, block_shape, record.missing, record.note, record.extra, record.layout,
         )
@@ -643,7 +576,6 @@ def _encode(events: list[Event], blocks: _Slab, shared: dict[int, tuple], own_tr
     # Compressed: what a firing repeats (field layout, small integers, empty slots) is most
     # of it (~480 bytes a firing, ~100 compressed; ~60 us a chunk to decompress).
     return zlib.compress(out.getvalue(), 1)
-
 
 def _decode(chunk: bytes, blocks: _Slab) -> list[Event]:
     _reading.blocks = blocks
