@@ -21,6 +21,13 @@ firing unpickles its chunk (a few hundred microseconds) into plain records equal
 ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
 chunks read are kept decoded, so stepping through firings decodes each chunk once.
 
+Readers that need only a few facts of every firing decode nothing: each firing's hook
+kind, phase, module and call are kept in narrow columns besides (a byte, a byte, the
+module's one name string, an int64: ~18 bytes a firing), and the positions of the firings
+that name a hook of the model's own. `positions_where` (Explain), `heads` (the timeline's
+filter, the overview's rows: records.firing_heads) and `positions_with_user_hook` (the
+Hooks screen: records.firings_with_user_hook) read them.
+
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
 records stay the very objects the engine made. The firings after the last whole chunk
 stay objects too, and so do the firings of a store no run of this process filled (a trace
@@ -42,6 +49,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
+from itertools import islice
 
 from .records import NO_NOTES, Event, LazyTensorRecord, NodeRecord, TensorRecord, TensorStats
 from .stats_bytes import counts_of, exact_bytes, unpack_stats
@@ -99,14 +107,22 @@ class HeldEvents(Sequence):
         self.packs_at_run_end = packs_at_run_end
         self._settled = 0  # how many firings at the tail's start are known settled
         self._credit = 0  # firings appended since the last chunk packed while a run goes on
-        # Every firing's hook kind (a code: a byte) and module (its name, the one string
-        # every firing of the module shares), for the readers that look for a kind of
-        # firing. No new object a firing: one made during the run and alive after it keeps
-        # the memory around it (the module docstring).
+        # Every firing's hook kind and phase (codes: a byte each), module (its name, the
+        # one string every firing of the module shares) and call, and the positions of the
+        # firings that name one of the model's own hooks: for the readers that look for a
+        # kind of firing or need only these facts (the timeline's filter, the overview's
+        # rows, the Hooks screen's hit counts), without decoding a chunk. No new object a
+        # firing: one made during the run and alive after it keeps the memory around it
+        # (the module docstring).
         self._hooks = bytearray()
+        self._phases = bytearray()
         self._modules: list[str] = []
+        self._calls = array("q")  # NO_CALL where the record's call is no int64 >= 0 (read it then)
+        self._user_hooks = array("q")
         self._hook_codes: dict[str, int] = {}
         self._hook_names: list[str] = []
+        self._phase_codes: dict[str, int] = {}
+        self._phase_names: list[str] = []
         self._chunks = _Slab()
         # Value blocks, each once however many records share it (one tensor's summary is
         # shared by the firings that saw it: a module's output is the next one's input).
@@ -141,19 +157,22 @@ class HeldEvents(Sequence):
             self.append(event)
 
     def _index(self, event: Event) -> None:
-        hook = self._hook_codes.get(event.hook)
-        if hook is None:
-            hook = self._hook_codes[event.hook] = len(self._hook_names)
-            self._hook_names.append(event.hook)
-        self._hooks.append(hook if hook < 255 else 255)  # 255: a kind past the 255th (never, in practice)
+        # Called after the firing joined the tail: its position is the store's last.
+        self._hooks.append(_code(self._hook_codes, self._hook_names, event.hook))
+        self._phases.append(_code(self._phase_codes, self._phase_names, event.phase))
         self._modules.append(event.module)
+        call = event.call
+        self._calls.append(call if type(call) is int and 0 <= call <= _INT64_MAX else NO_CALL)
+        if event.user_hook is not None:
+            self._user_hooks.append(len(self) - 1)
 
     def clear(self) -> None:
         """Let go of every firing (as a list's `clear`)."""
         with self._lock:
             self._chunks, self._blocks, self._tail = _Slab(), _Slab(), []
             self._keys, self._subs, self._cache = array("q"), array("q"), OrderedDict()
-            self._hooks, self._modules = bytearray(), []
+            self._hooks, self._phases, self._modules = bytearray(), bytearray(), []
+            self._calls, self._user_hooks = array("q"), array("q")
             self._settled = self._credit = 0
 
     def pack_settled(self) -> bool:
@@ -291,6 +310,28 @@ class HeldEvents(Sequence):
         code = self._hooks[position]
         return self._hook_names[code] if code < 255 else self[position].hook
 
+    def heads(self, start: int = 0) -> Iterator[tuple[str, str, str, int]]:
+        """(hook, phase, module, call) of each firing from position `start` on, from the
+        columns, without decoding a chunk: what the timeline's filter and the overview's
+        rows read of every firing (records.firing_heads)."""
+        with self._lock:
+            end = len(self)
+            hooks, phases = self._hooks[start:end], self._phases[start:end]
+            modules, calls = self._modules[start:end], self._calls[start:end]
+        hook_names, phase_names = self._hook_names, self._phase_names
+        for at, hook, phase, module, call in zip(range(start, end), hooks, phases, modules, calls):
+            if hook == 255 or phase == 255 or call == NO_CALL:  # not in the columns: the record says
+                event = self[at]
+                yield event.hook, event.phase, event.module, event.call
+            else:
+                yield hook_names[hook], phase_names[phase], module, call
+
+    def positions_with_user_hook(self) -> list[int]:
+        """Positions of the firings whose record names one of the model's own hooks
+        (`Event.user_hook`), in order, found without decoding a chunk."""
+        with self._lock:
+            return self._user_hooks.tolist()
+
     def positions_where(self, hook: str, module: str | None = None) -> list[int]:
         """Positions of the firings of kind `hook` (of `module`, if given), in order, found
         without decoding a chunk (explain looks for a module's param_grad firings at every
@@ -331,6 +372,20 @@ class HeldEvents(Sequence):
         return chunk
 
 
+NO_CALL = -1  # in the call column: the record's call is not a number the column holds
+_INT64_MAX = (1 << 63) - 1
+
+
+def _code(codes: dict[str, int], names: list[str], name: str) -> int:
+    """`name`'s code in a byte column: 255 for every name past the 255th (never, in
+    practice: the column's readers then read the record)."""
+    code = codes.get(name)
+    if code is None:
+        code = codes[name] = len(names)
+        names.append(name)
+    return code if code < 255 else 255
+
+
 def _settled(event: Event) -> bool:
     """Nothing in `event` will change any more (its tensors' summaries: the only part of a
     record that changes after the firing besides the latest firing's notes)."""
@@ -366,6 +421,13 @@ class _Window(Sequence):
             return
         for at in r:
             yield self._store[at]
+
+    def heads(self, start: int = 0) -> Iterator[tuple[str, str, str, int]]:
+        """HeldEvents.heads, of this slice's firings from its position `start` on."""
+        r = self._range[start:]
+        if r.step == 1:
+            return islice(self._store.heads(r.start), len(r))
+        return ((e.hook, e.phase, e.module, e.call) for e in (self._store[at] for at in r))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Sequence, list)):
@@ -534,7 +596,6 @@ class _Packer(pickle.Pickler):
             return _no_notes, ()
         return NotImplemented
 
-
     def _summarised(self, record: LazyTensorRecord):
         """A lazy record's reduction from its summary's compact bytes (no TensorStats or
         value list built); None where the summary has none (read as any record then)."""
@@ -576,6 +637,7 @@ def _encode(events: list[Event], blocks: _Slab, shared: dict[int, tuple], own_tr
     # Compressed: what a firing repeats (field layout, small integers, empty slots) is most
     # of it (~480 bytes a firing, ~100 compressed; ~60 us a chunk to decompress).
     return zlib.compress(out.getvalue(), 1)
+
 
 def _decode(chunk: bytes, blocks: _Slab) -> list[Event]:
     _reading.blocks = blocks
