@@ -576,8 +576,13 @@ class HooktuiApp(SearchActions, NavigationActions, WatchActions, App):
     def action_save(self) -> None:
         if isinstance(self.screen, SaveScreen):
             return
-        shown = [e for e in self.history.events if e.hook not in self.history.hidden]
-        self.push_screen(SaveScreen(_unused_name(), len(shown)), lambda path: None if path is None else self._save_to(path, shown))
+        # The firings shown now are saved (a run going on may add more before the answer),
+        # counted from the history's indexes: a packed history is unpacked only when the
+        # file is written.
+        history = self.history
+        upto, hidden = len(history), frozenset(history.hidden)
+        self.push_screen(SaveScreen(_unused_name(), history.shown_total),
+                         lambda path: None if path is None else self._save_to(path, history.shown_firings(upto, hidden)))
 
     def _save_to(self, path: str, events: list[Event]) -> None:
         try:

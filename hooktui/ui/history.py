@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ..engine.analysis.breakpoints import BreakpointList, Stop
 from ..engine.records import firing
@@ -67,8 +67,14 @@ class History:
 
     @property
     def shown_total(self) -> int:
-        """How many firings are shown (the timeline's rows without a filter)."""
+        """How many firings are shown (the timeline's rows without a filter; what a save
+        writes, its prompt says): from the indexes, nothing unpacked."""
         return len(self.events) - self._hidden_upto(len(self.events))
+
+    def shown_firings(self, upto: int, hidden: Collection[str]) -> list[Event]:
+        """The firings among the first `upto` that are not of a kind in `hidden`, in order
+        (what a save writes: a packed history unpacked a chunk at a time)."""
+        return [e for e in self.events[:upto] if e.hook not in hidden]
 
     def shown_ordinal(self, position: int) -> int:
         """`position` counted among the shown firings (0-based): the row a status line says."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..engine.analysis.breakpoints import Breakpoint, BreakpointList, Stop
-from ..engine.records.records import Event, TensorRecord, TraceInfo
+from ..engine.records.records import Event, TensorRecord, TraceInfo, firings_with_user_hook
 from ..engine.records.source_lines import file_lines
 from ..engine.records.user_hook_records import UserHookInfo
 from ..visible import visible_event, visible_info
@@ -153,9 +153,8 @@ class Source:
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
         found: dict[int, UserHookInfo] = {}
-        for event in events:
-            if event.user_hook is not None:
-                found.setdefault(event.user_hook.hook.id, event.user_hook.hook)
+        for event in firings_with_user_hook(events):
+            found.setdefault(event.user_hook.hook.id, event.user_hook.hook)
         return [found[k] for k in sorted(found)]
 
     break_on_backward = False

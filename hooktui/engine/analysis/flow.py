@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..records.records import Event, TensorRecord
+from ..records.records import Event, TensorRecord, firing_heads
 
 # Which firings of a call a row keeps, by hook kind.
 _KINDS = ("forward_pre", "forward", "backward_pre", "backward")
@@ -35,7 +35,6 @@ class CallRow:
     """One module call: where its firings are (positions in the list of firings)."""
 
     module: str
-    module_type: str
     call: int
     forward_pre: int | None = None
     forward: int | None = None
@@ -68,21 +67,23 @@ class CallRows:
         return len(self.rows)
 
     def extend(self, events: Sequence[Event]) -> set[int]:
-        """Take in the firings of `events` not seen yet; returns the rows that changed."""
+        """Take in the firings of `events` not seen yet; returns the rows that changed.
+        Reads each firing's hook kind, phase, module and call only: a packed history
+        gives them without unpacking a firing (records.firing_heads)."""
         changed: set[int] = set()
         rows, by_call, kept = self.rows, self._by_call, _KEPT
-        for position in range(self._scanned, len(events)):
-            event = events[position]
-            hook = event.hook
+        position = self._scanned - 1
+        for hook, phase, module, call in firing_heads(events, self._scanned):
+            position += 1
             if hook not in kept:
                 continue
-            key = (event.module, event.call)
+            key = (module, call)
             row_no = by_call.get(key)
             if row_no is None:
-                if event.phase != "forward":
+                if phase != "forward":
                     continue  # a backward firing of a call never seen in forward: no row
                 row_no = by_call[key] = len(rows)
-                rows.append(CallRow(event.module, event.module_type, event.call))
+                rows.append(CallRow(module, call))
             row = rows[row_no]
             if hook == "param_grad":
                 row.param_grads.append(position)
@@ -92,7 +93,7 @@ class CallRows:
                 continue
             row.version += 1
             changed.add(row_no)
-        self._scanned = len(events)
+        self._scanned = position + 1
         return changed
 
     def row_of(self, event: Event | None) -> int | None:

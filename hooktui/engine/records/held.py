@@ -7,8 +7,9 @@ every block in it is free, so each arena a record survives in stays, with the fr
 of the temporaries around it: another ~1.4 KB a firing (docs/benchmarks.md, 2026-12-05).
 
 `HeldEvents` is a list of firings that packs them `CHUNK` at a time into one `bytes` each
-(pickled, each tensor's statistics as one struct and its value block as a float32 or
-float64 buffer) and lets the record objects go, once nothing changes a record any more:
+(pickled, each tensor's statistics in stats_bytes.py's layout, the one a lazy summary keeps,
+and its value block as a float32 or float64 buffer) and lets the record objects go, once
+nothing changes a record any more:
 a session's store once no run is under way in the process; the app's history
 (`packs_at_run_end=False`) while the run goes on, a chunk once it is `PACK_BEHIND`
 firings behind the latest (notes are only ever added to the latest firing: contain.py)
@@ -19,6 +20,13 @@ packed as the bytes it already holds (stats_bytes.py), a node tree built once. R
 firing unpickles its chunk (a few hundred microseconds) into plain records equal to the
 ones given, field by field, Note kinds included; the last `CACHED_CHUNKS`
 chunks read are kept decoded, so stepping through firings decodes each chunk once.
+
+Readers that need only a few facts of every firing decode nothing: each firing's hook
+kind, phase, module and call are kept in narrow columns besides (a byte, a byte, the
+module's one name string, an int64: ~18 bytes a firing), and the positions of the firings
+that name a hook of the model's own. `positions_where` (Explain), `heads` (the timeline's
+filter, the overview's rows: records.firing_heads) and `positions_with_user_hook` (the
+Hooks screen: records.firings_with_user_hook) read them.
 
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
 records stay the very objects the engine made. The firings after the last whole chunk
@@ -33,7 +41,6 @@ from __future__ import annotations
 import io
 import operator
 import pickle
-import struct
 import threading
 import weakref
 import zlib
@@ -42,9 +49,10 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
+from itertools import islice
 
 from .records import NO_NOTES, Event, LazyTensorRecord, NodeRecord, TensorRecord, TensorStats
-from .stats_bytes import counts_of, unpack_stats
+from .stats_bytes import counts_of, exact_bytes, unpack_stats
 
 CHUNK = 32  # firings a chunk
 PACK_AFTER = 2048  # a store packs once it holds this many firings
@@ -99,14 +107,22 @@ class HeldEvents(Sequence):
         self.packs_at_run_end = packs_at_run_end
         self._settled = 0  # how many firings at the tail's start are known settled
         self._credit = 0  # firings appended since the last chunk packed while a run goes on
-        # Every firing's hook kind (a code: a byte) and module (its name, the one string
-        # every firing of the module shares), for the readers that look for a kind of
-        # firing. No new object a firing: one made during the run and alive after it keeps
-        # the memory around it (the module docstring).
+        # Every firing's hook kind and phase (codes: a byte each), module (its name, the
+        # one string every firing of the module shares) and call, and the positions of the
+        # firings that name one of the model's own hooks: for the readers that look for a
+        # kind of firing or need only these facts (the timeline's filter, the overview's
+        # rows, the Hooks screen's hit counts), without decoding a chunk. No new object a
+        # firing: one made during the run and alive after it keeps the memory around it
+        # (the module docstring).
         self._hooks = bytearray()
+        self._phases = bytearray()
         self._modules: list[str] = []
+        self._calls = array("q")  # NO_CALL where the record's call is no int64 >= 0 (read it then)
+        self._user_hooks = array("q")
         self._hook_codes: dict[str, int] = {}
         self._hook_names: list[str] = []
+        self._phase_codes: dict[str, int] = {}
+        self._phase_names: list[str] = []
         self._chunks = _Slab()
         # Value blocks, each once however many records share it (one tensor's summary is
         # shared by the firings that saw it: a module's output is the next one's input).
@@ -141,19 +157,22 @@ class HeldEvents(Sequence):
             self.append(event)
 
     def _index(self, event: Event) -> None:
-        hook = self._hook_codes.get(event.hook)
-        if hook is None:
-            hook = self._hook_codes[event.hook] = len(self._hook_names)
-            self._hook_names.append(event.hook)
-        self._hooks.append(hook if hook < 255 else 255)  # 255: a kind past the 255th (never, in practice)
+        # Called after the firing joined the tail: its position is the store's last.
+        self._hooks.append(_code(self._hook_codes, self._hook_names, event.hook))
+        self._phases.append(_code(self._phase_codes, self._phase_names, event.phase))
         self._modules.append(event.module)
+        call = event.call
+        self._calls.append(call if type(call) is int and 0 <= call <= _INT64_MAX else NO_CALL)
+        if event.user_hook is not None:
+            self._user_hooks.append(len(self) - 1)
 
     def clear(self) -> None:
         """Let go of every firing (as a list's `clear`)."""
         with self._lock:
             self._chunks, self._blocks, self._tail = _Slab(), _Slab(), []
             self._keys, self._subs, self._cache = array("q"), array("q"), OrderedDict()
-            self._hooks, self._modules = bytearray(), []
+            self._hooks, self._phases, self._modules = bytearray(), bytearray(), []
+            self._calls, self._user_hooks = array("q"), array("q")
             self._settled = self._credit = 0
 
     def pack_settled(self) -> bool:
@@ -291,6 +310,28 @@ class HeldEvents(Sequence):
         code = self._hooks[position]
         return self._hook_names[code] if code < 255 else self[position].hook
 
+    def heads(self, start: int = 0) -> Iterator[tuple[str, str, str, int]]:
+        """(hook, phase, module, call) of each firing from position `start` on, from the
+        columns, without decoding a chunk: what the timeline's filter and the overview's
+        rows read of every firing (records.firing_heads)."""
+        with self._lock:
+            end = len(self)
+            hooks, phases = self._hooks[start:end], self._phases[start:end]
+            modules, calls = self._modules[start:end], self._calls[start:end]
+        hook_names, phase_names = self._hook_names, self._phase_names
+        for at, hook, phase, module, call in zip(range(start, end), hooks, phases, modules, calls):
+            if hook == 255 or phase == 255 or call == NO_CALL:  # not in the columns: the record says
+                event = self[at]
+                yield event.hook, event.phase, event.module, event.call
+            else:
+                yield hook_names[hook], phase_names[phase], module, call
+
+    def positions_with_user_hook(self) -> list[int]:
+        """Positions of the firings whose record names one of the model's own hooks
+        (`Event.user_hook`), in order, found without decoding a chunk."""
+        with self._lock:
+            return self._user_hooks.tolist()
+
     def positions_where(self, hook: str, module: str | None = None) -> list[int]:
         """Positions of the firings of kind `hook` (of `module`, if given), in order, found
         without decoding a chunk (explain looks for a module's param_grad firings at every
@@ -331,6 +372,20 @@ class HeldEvents(Sequence):
         return chunk
 
 
+NO_CALL = -1  # in the call column: the record's call is not a number the column holds
+_INT64_MAX = (1 << 63) - 1
+
+
+def _code(codes: dict[str, int], names: list[str], name: str) -> int:
+    """`name`'s code in a byte column: 255 for every name past the 255th (never, in
+    practice: the column's readers then read the record)."""
+    code = codes.get(name)
+    if code is None:
+        code = codes[name] = len(names)
+        names.append(name)
+    return code if code < 255 else 255
+
+
 def _settled(event: Event) -> bool:
     """Nothing in `event` will change any more (its tensors' summaries: the only part of a
     record that changes after the firing besides the latest firing's notes)."""
@@ -366,6 +421,13 @@ class _Window(Sequence):
             return
         for at in r:
             yield self._store[at]
+
+    def heads(self, start: int = 0) -> Iterator[tuple[str, str, str, int]]:
+        """HeldEvents.heads, of this slice's firings from its position `start` on."""
+        r = self._range[start:]
+        if r.step == 1:
+            return islice(self._store.heads(r.start), len(r))
+        return ((e.hook, e.phase, e.module, e.call) for e in (self._store[at] for at in r))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Sequence, list)):
@@ -409,52 +471,6 @@ class _Slab:
 # -- the encoding ------------------------------------------------------------------------
 _EVENT_FIELDS = operator.attrgetter(*(f.name for f in fields(Event)))
 
-# TensorStats: count, finite, min, max, mean, std, absmax, norm, nan, posinf, neginf, zeros,
-# nonfinite, approx, sampled, of == "abs", hist_sampled, hist_range (two doubles, NaN for
-# None), then the histogram as uint32. A statistic that is None is NaN (never one of finite
-# values); statistics this cannot hold as they are (from a file: an int where a float is)
-# are pickled as the record itself.
-_STATS = struct.Struct("<2q6d5q?q?q2d")
-_NONE = float("nan")
-
-
-def _pack_stats(s: TensorStats) -> bytes | TensorStats:
-    floats = (s.min, s.max, s.mean, s.std, s.absmax, s.norm)
-    rng = s.hist_range
-    if (s.of not in ("values", "abs") or type(s.approx) is not bool
-            or not all(v is None or (type(v) is float and v == v) for v in floats)
-            or not (rng is None or (type(rng) is list and len(rng) == 2 and all(type(v) is float and v == v for v in rng)))
-            or not all(type(v) is int for v in (s.count, s.finite, s.nan, s.posinf, s.neginf, s.zeros, s.nonfinite,
-                                                 s.sampled, s.hist_sampled))
-            or type(s.hist) is not list or not set(map(type, s.hist)) <= _INT
-            or (s.hist and not 0 <= min(s.hist) <= max(s.hist) < 1 << 32)):
-        return s
-    lo, hi = rng if rng is not None else (_NONE, _NONE)
-    try:
-        return _STATS.pack(
-            s.count, s.finite, *(_NONE if v is None else v for v in floats), s.nan, s.posinf, s.neginf, s.zeros,
-            s.nonfinite, s.approx, s.sampled, s.of == "abs", s.hist_sampled, lo, hi,
-        ) + array("I", s.hist).tobytes()
-    except (struct.error, OverflowError):
-        return s
-
-
-def _unpack_stats(packed: bytes) -> TensorStats:
-    (count, finite, lo, hi, mean, std, absmax, norm, nan, posinf, neginf, zeros, nonfinite, approx, sampled, is_abs,
-     hist_sampled, range_lo, range_hi) = _STATS.unpack_from(packed)
-    hist = array("I")
-    hist.frombytes(packed[_STATS.size:])
-    return TensorStats(
-        count=count, finite=finite, min=_none(lo), max=_none(hi), mean=_none(mean), std=_none(std),
-        absmax=_none(absmax), norm=_none(norm), nan=nan, posinf=posinf, neginf=neginf, zeros=zeros,
-        nonfinite=nonfinite, hist=hist.tolist(), hist_range=None if range_lo != range_lo else [range_lo, range_hi],
-        approx=approx, sampled=sampled, of="abs" if is_abs else "values", hist_sampled=hist_sampled,
-    )
-
-
-def _none(value: float) -> float | None:
-    return None if value != value else value
-
 
 def _pack_values(values):
     """A value block as b"f" or b"d" and its buffer, float32 where that holds every value
@@ -468,7 +484,6 @@ def _pack_values(values):
 
 
 _FLOAT = frozenset((float,))
-_INT = frozenset((int,))
 
 
 def _unpack_values(packed):
@@ -492,7 +507,7 @@ def _tensor(name, shape, dtype, device, requires_grad, grad_fn, target, stats, v
         return record
     return TensorRecord(
         name, shape, dtype, device, requires_grad, grad_fn, target,
-        _unpack_stats(stats) if type(stats) is bytes else stats, _unpack_values(values), values_shape, missing, note,
+        unpack_stats(stats) if type(stats) is bytes else stats, _unpack_values(values), values_shape, missing, note,
         extra, layout,
     )
 
@@ -507,7 +522,7 @@ class _Packed:
         self.stats, self.values, self.values_shape = stats, values, values_shape
 
     def read_stats(self) -> TensorStats | None:
-        return None if self.stats is None else _unpack_stats(self.stats)
+        return None if self.stats is None else unpack_stats(self.stats)
 
     def read_values(self) -> list[float] | None:
         return None if self.values is None else _unpack_values(self.values)
@@ -516,9 +531,7 @@ class _Packed:
         return self.values_shape
 
     def nonfinite_counts(self) -> tuple[int, int, int] | None:
-        if self.stats is None:
-            return None
-        return _COUNTS.unpack_from(self.stats, _COUNTS_AT)
+        return None if self.stats is None else counts_of(self.stats)
 
     def resolve(self) -> tuple:
         return self.read_stats(), self.read_values(), self.read_values_shape()
@@ -527,8 +540,13 @@ class _Packed:
         pass
 
 
-_COUNTS = struct.Struct("<3q")
-_COUNTS_AT = struct.calcsize("<2q6d")
+def _stats_bytes(stats: TensorStats) -> bytes | TensorStats:
+    """Statistics in stats_bytes.py's layout, or the TensorStats itself (pickled as it is)
+    where the layout cannot give it back as it was: a trace file's, an integer where a
+    float is (tests/engine/test_held_events.py), can reach a store that packs (one made in
+    a process where a run then starts). What the engine makes always fits."""
+    packed = exact_bytes(stats)
+    return stats if packed is None else packed
 
 
 def _no_notes() -> list[str]:
@@ -542,29 +560,6 @@ _reading = threading.local()
 
 def _values_of(values):
     return _reading.blocks.get(values) if type(values) is int else values
-
-
-def _summarised(name, shape, dtype, device, requires_grad, grad_fn, target, stats, values, values_shape, missing, note,
-                extra, layout) -> LazyTensorRecord:
-    """A lazy record packed from its summary's own bytes (records/stats_bytes.py)."""
-    record = LazyTensorRecord.__new__(LazyTensorRecord)
-    record.name, record.shape, record.dtype, record.device = name, shape, dtype, device
-    record.requires_grad, record.grad_fn, record.target = requires_grad, grad_fn, target
-    record.missing, record.note, record.extra, record.layout = missing, note, extra, layout
-    record._summary = _PackedSummary(stats, _values_of(values), values_shape)
-    return record
-
-
-class _PackedSummary(_Packed):
-    """_Packed whose statistics are a lazy summary's bytes (stats_bytes.py's layout)."""
-
-    __slots__ = ()
-
-    def read_stats(self) -> TensorStats:
-        return unpack_stats(self.stats)
-
-    def nonfinite_counts(self) -> tuple[int, int, int]:
-        return counts_of(self.stats)
 
 
 class _Packer(pickle.Pickler):
@@ -587,7 +582,7 @@ class _Packer(pickle.Pickler):
             stats, values, values_shape = obj.stats, obj.values, obj.values_shape
             return _tensor, (
                 obj.name, obj.shape, obj.dtype, obj.device, obj.requires_grad, obj.grad_fn, obj.target,
-                None if stats is None else _pack_stats(stats), self._values(obj, values), values_shape, obj.missing,
+                None if stats is None else _stats_bytes(stats), self._values(obj, values), values_shape, obj.missing,
                 obj.note, obj.extra, obj.layout,
             )
         if type(obj) is Event:
@@ -600,7 +595,6 @@ class _Packer(pickle.Pickler):
         if obj is NO_NOTES:
             return _no_notes, ()
         return NotImplemented
-
 
     def _summarised(self, record: LazyTensorRecord):
         """A lazy record's reduction from its summary's compact bytes (no TensorStats or
@@ -615,7 +609,7 @@ class _Packer(pickle.Pickler):
         values = None
         if block is not None:
             values = self._block(record._summary, (b"d" if wide else b"f") + block)
-        return _summarised, (
+        return _tensor, (
             record.name, record.shape, record.dtype, record.device, record.requires_grad, record.grad_fn, record.target,
             stats, values, block_shape, record.missing, record.note, record.extra, record.layout,
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -370,6 +370,24 @@ def firings_of(events: Sequence[Event], hook: str, module: str | None = None) ->
     if where is not None:
         return [events[at] for at in where(hook, module)]
     return [e for e in events if e.hook == hook and (module is None or e.module == module)]
+
+
+def firing_heads(events: Sequence[Event], start: int = 0) -> Iterator[tuple[str, str, str, int]]:
+    """(hook, phase, module, call) of each firing of `events` from position `start` on. A
+    packed store (held.py) gives them from its columns, without unpacking a firing."""
+    heads = getattr(events, "heads", None)
+    if heads is not None:
+        return heads(start)
+    return ((e.hook, e.phase, e.module, e.call) for e in (events[at] for at in range(start, len(events))))
+
+
+def firings_with_user_hook(events: Sequence[Event]) -> list[Event]:
+    """The firings of `events` that name one of the model's own hooks (`user_hook`), in
+    order; a packed store finds them from its index, unpacking only their chunks."""
+    where = getattr(events, "positions_with_user_hook", None)
+    if where is not None:
+        return [events[at] for at in where()]
+    return [e for e in events if e.user_hook is not None]
 
 
 def _key(event: Event) -> tuple[int, int]:

@@ -13,14 +13,16 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from ...engine.records.records import Event
+from ...engine.records.records import Event, firings_with_user_hook
 from ...engine.records.user_hook_records import UserHookInfo
 
 COLUMNS = ("", "hook", "kind", "on", "defined at", "hits")
 
 
 def hit_counts(events: Sequence[Event]) -> Counter:
-    return Counter(e.user_hook.hook.id for e in events if e.user_hook is not None)
+    """Firings per hook of the model's own (a packed history unpacks only the chunks that
+    hold one: records.firings_with_user_hook)."""
+    return Counter(e.user_hook.hook.id for e in firings_with_user_hook(events))
 
 
 def modules_with_user_hooks(hooks: Sequence[UserHookInfo]) -> set[str]:

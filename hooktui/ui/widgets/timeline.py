@@ -23,7 +23,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...engine.records.records import Event
+from ...engine.records.records import Event, firing_heads
 from ...engine.records.format import shape_text
 from ..history import History
 from ..messages import FiringChosen
@@ -212,25 +212,32 @@ class Timeline(ScrollView, can_focus=True):
         self.grow()
         self.show(self._shown, force=True)
 
-    def _matches(self, event: Event) -> bool:
-        if event.hook in self.hidden:
-            return False
+    def _module_matches(self, module: str) -> bool:
         if not self.filter_text:
             return True
         pattern = self.filter_text.lower()
-        name = module_label(event.module).lower()
+        name = module_label(module).lower()
         if any(c in pattern for c in "*?["):
             return fnmatch.fnmatchcase(name, pattern)
         return pattern in name
 
     def _scan(self) -> None:
-        events = self.history.events
+        """Rows for the firings not checked yet: their hook kind and module only, which a
+        packed history gives without unpacking a firing (records.firing_heads)."""
         rows = self._rows
         assert rows is not None
-        for position in range(self._scanned, len(events)):
-            if self._matches(events[position]):
-                rows.append(position)
-        self._scanned = len(events)
+        hidden = self.hidden
+        matched: dict[str, bool] = {}  # by module: a module's firings are many, its name one
+        position = self._scanned
+        for hook, _, module, _ in firing_heads(self.history.events, position):
+            if hook not in hidden:
+                match = matched.get(module)
+                if match is None:
+                    match = matched[module] = self._module_matches(module)
+                if match:
+                    rows.append(position)
+            position += 1
+        self._scanned = position
 
     # -- cursor ------------------------------------------------------------------------
     def show(self, position: int, force: bool = False) -> None:
