@@ -256,3 +256,22 @@ def test_device_snapshot_counts_readable_after_its_statistics(n):
     record = describe("x", t, DEFER)
     assert math.isfinite(record.stats.mean)
     assert record.nonfinite_counts == want
+
+
+@pytest.mark.parametrize("options", [HOST, DEFER], ids=["host", "deferred"])
+def test_plus_and_minus_inf_together_summarise_quietly_under_warnings_as_errors(options):
+    """+Inf and -Inf sum to NaN: numpy warned on the user's stderr ("invalid value
+    encountered in reduce") and, where warnings are errors (`-W error`, a test suite's
+    filterwarnings), the statistics were lost."""
+    import warnings
+
+    for dtype in (torch.float32, torch.float64):
+        t = torch.tensor([1.0, float("inf"), -float("inf"), 2.0, float("nan")], dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            stats = describe("x", t, options).stats
+        assert stats is not None
+        assert (stats.nan, stats.posinf, stats.neginf) == (
+            int(torch.isnan(t).sum()), int(torch.isposinf(t).sum()), int(torch.isneginf(t).sum()))
+        finite = t[torch.isfinite(t)].double()
+        assert (stats.min, stats.max) == (float(finite.min()), float(finite.max()))

@@ -242,7 +242,11 @@ _NO_NONFINITE = (0, 0, 0)
 
 def _counts_in(values: np.ndarray) -> tuple[int, int, int]:
     """(NaN, +Inf, -Inf) in float64 values (float32 ones, widened: their sum cannot overflow)."""
-    if math.isfinite(float(values.sum())):
+    # Quiet: +Inf and -Inf sum to NaN, and float64 values can overflow it. numpy's warning
+    # would reach the user's stderr, and under `-W error` it raised: the stats were lost.
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = float(values.sum())
+    if math.isfinite(total):
         return _NO_NONFINITE
     return int(np.isnan(values).sum()), int(np.isposinf(values).sum()), int(np.isneginf(values).sum())
 
