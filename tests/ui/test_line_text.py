@@ -101,6 +101,7 @@ def _static_texts(width: int) -> list[tuple[Text, bool]]:
         Text("output: None (not kept)", style="yellow"),
         Text.assemble(("output[0]", "bold"), " [4, 8] float32 ", ("NaN!", "bold white on red"), ("  9 of 32 shown", "dim")),
         Text("[bold]not markup[/] 形状", style=RichStyle(italic=True, color="bright_cyan")),
+        Text.assemble(("NaN!", "bold red"), " in grad_output[0]", style="yellow"),  # its spans over its own style
         Text.assemble(("a link", RichStyle(link="https://example.com")), " after it"),
         Text("x" * (width - 2) + "形", style="yellow"),  # as wide as the line
         Text("an \x1b[31mescape"),  # drawn as Textual draws it (hooktui's visible() escapes record text before)
