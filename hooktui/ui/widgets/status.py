@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.strip import Strip
 from textual.widget import Widget
 
 from ...engine.analysis.breakpoints import Stop
 from ...engine.records.records import Event
+from .line_text import LineStrips
 from .timeline import module_label, nonfinite
 
 STATE_STYLE = {
@@ -157,6 +159,8 @@ class StatusLine(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.info: StatusInfo | None = None
+        self._line_strips = LineStrips()  # its line drawn without Textual's Content pipeline
+        self._fitted: tuple[StatusInfo | None, int, Text] | None = None  # the last text fitted
 
     def show(self, info: StatusInfo) -> None:
         self.info = info
@@ -164,4 +168,20 @@ class StatusLine(Widget):
 
     def render(self) -> Text:
         # Fitted at render time: a resize re-fits it.
-        return Text("") if self.info is None else status_text(self.info, self.size.width)
+        return self._text(self.size.width)
+
+    def _text(self, width: int) -> Text:
+        fitted = self._fitted
+        if fitted is None or fitted[0] is not self.info or fitted[1] != width:
+            text = Text("") if self.info is None else status_text(self.info, width)
+            fitted = self._fitted = (self.info, width, text)
+        return fitted[2]
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._line_strips.forget()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        strip = None if y or self.BLANK else self._line_strips.strip(self, self._text(width), width)
+        return super().render_line(y) if strip is None else strip

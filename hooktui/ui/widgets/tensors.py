@@ -9,12 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
-from textual.widgets import Static
 
 from ...engine.analysis.compare import TensorDiff
 from ...engine.records.records import Event, TensorRecord
 from ...engine.records.format import number, shape_text, stats_line
 from ..messages import TensorChosen
+from .line_text import LineStatic
 from .tensor_table import PADDING, TensorTable
 from .text_update import set_text
 
@@ -153,7 +153,7 @@ class TensorsPane(Vertical):
         self.against = against  # the other run's tensors (`view --against`), else None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="notes")
+        yield LineStatic(id="notes")  # one line drawn without the Content pipeline
         yield TensorTable(id="tensor-table")
 
     def on_mount(self) -> None:
@@ -178,7 +178,7 @@ class TensorsPane(Vertical):
         if not self._composed or not self.query(TensorTable):
             return  # on_mount shows it (no table: being removed, as the lower panes recompose)
         table = self.table
-        head = self.query_one("#notes", Static)
+        head = self.query_one("#notes", LineStatic)
         if event is None:
             table.clear()
             set_text(head, "")

@@ -14,10 +14,10 @@ import math
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from ...engine.records.records import TensorRecord
 from ...engine.records.format import number, shape_text
+from .line_text import LineStatic
 from .text_update import set_text
 from .values_grid import ValuesGrid
 
@@ -173,7 +173,7 @@ class ValuesPane(Vertical):
         self.slice_no = slice_no
 
     def compose(self) -> ComposeResult:
-        yield Static(id="values-title")
+        yield LineStatic(id="values-title")  # one line drawn without the Content pipeline
         yield ValuesGrid(id="values-table")
 
     def on_mount(self) -> None:
@@ -244,7 +244,7 @@ class ValuesPane(Vertical):
         self.slice_no = max(0, min(slice_no, count - 1)) if count else 0
         if not self._composed:
             return  # on_mount shows it
-        title = self.query_one("#values-title", Static)
+        title = self.query_one("#values-title", LineStatic)
         table = self.query_one(ValuesGrid)
         self.remove_class("-roomy")  # no grid, no room wanted: set again below for one
         if tensor is None:
