@@ -54,3 +54,17 @@ def test_the_firings_naming_a_hook_of_the_model_s_own_unpack_only_their_chunks(d
     assert found == expected and len(expected) > 10
     holding = {at // held.CHUNK for at, e in enumerate(plain) if e.user_hook is not None and at < store.packed}
     assert 0 < len(decodes) <= len(holding) < len(store) // held.CHUNK
+
+
+def test_a_firing_s_position_by_its_number_in_a_store_packed_or_not_is_the_plain_list_s(decodes):
+    """position_of (Explain asks at every step): bisected in the packed keys and in the
+    firings not packed yet alike, sub-numbers included, and None for numbers not there."""
+    plain = firings()
+    for store in (packed(firings()), held.HeldEvents(firings())):  # a store never packed: all of it the tail
+        numbers = {(e.index, e.sub) for e in plain}
+        asked = numbers | {(i, extra) for i, s in numbers if s == 0 for extra in (1, 7)} | {(-1, 0), (10**6, 0)}
+        for index, sub in sorted(asked):
+            want = next((p for p, e in enumerate(plain) if (e.index, e.sub) == (index, sub)), None)
+            assert store.position_of(index, sub) == want, (index, sub)
+    assert held.HeldEvents(firings()).packed == 0
+    assert not decodes
