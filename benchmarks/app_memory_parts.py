@@ -19,6 +19,15 @@ what the app draws is wrong): records dying younger than the app's packing lets 
 packs a chunk once its summaries are settled, ~5,000 firings behind on this model), and
 with them the snapshots of the values pane that the app keeps.
 
+`--clear-caches` (an experiment, not the app): at the run's end, first every bounded cache
+Textual and Rich filled (each `functools.lru_cache` in their modules, each
+`textual.cache.LRUCache`/`FIFOCache` alive, `linecache`) is cleared. `--arenas` says which
+objects hold the pymalloc arenas the run added, at the run's end and once the history is
+emptied: each object reachable from the collector's is placed in its arena by its pool's
+header (CPython 3.11's obmalloc layout, 64-bit: `arenaindex` at byte 32 of the 16 KiB pool),
+and arenas that held none of the objects alive at the pause are the run's; with `--trace`,
+by the file:line that made them too.
+
 `--trace` (slow: use a few thousand firings) adds tracemalloc: the Python allocations made
 while the model ran that are alive at the run's end, by file:line, and those alive once the
 history is emptied (what keeps pymalloc's arenas from being handed back).
@@ -32,6 +41,7 @@ import argparse
 import asyncio
 import ctypes
 import gc
+import linecache
 import re
 import sys
 import time
@@ -103,6 +113,91 @@ def storage_mb() -> float:
     return sum(seen.values()) / 2**20
 
 
+def cached_in_textual_and_rich() -> tuple[list, list]:
+    """(the functools.lru_cache wrappers in Textual's and Rich's modules, the Textual
+    LRUCache/FIFOCache objects alive)."""
+    from textual.cache import FIFOCache, LRUCache
+
+    wrappers: dict[int, object] = {}
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] not in ("rich", "textual") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            for item in (vars(value).values() if isinstance(value, type) else (value,)):
+                function = getattr(item, "__func__", item)
+                function = getattr(function, "fget", function)  # a property's
+                if hasattr(function, "cache_info") and hasattr(function, "cache_clear"):
+                    wrappers[id(function)] = function
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        caches = [obj for obj in gc.get_objects() if isinstance(obj, (LRUCache, FIFOCache))]
+    return list(wrappers.values()), caches
+
+
+def clear_caches() -> str:
+    wrappers, caches = cached_in_textual_and_rich()
+    entries = sum(w.cache_info().currsize for w in wrappers), sum(len(c) for c in caches)
+    for wrapper in wrappers:
+        wrapper.cache_clear()
+    for cache in caches:
+        cache.clear()
+    linecache.clearcache()
+    return (f"{len(wrappers)} lru_caches ({entries[0]} entries), {len(caches)} Textual caches "
+            f"({entries[1]} entries) and linecache cleared")
+
+
+def reachable() -> dict[int, object]:
+    """Every object reachable from those the collector tracks (strings, numbers and other
+    untracked ones included), by id."""
+    stack = gc.get_objects()
+    seen: dict[int, object] = {}  # made after the list: not walked itself (nor its keys)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is seen or obj is stack:
+            # The walk reaches its own dict and list (through the running coroutine): not
+            # the app's objects, nor are the keys it makes.
+            continue
+        seen[id(obj)] = obj
+        stack.extend(ref for ref in gc.get_referents(obj) if id(ref) not in seen)
+    return seen
+
+
+_POOL = 16384  # CPython 3.11's pymalloc pool on 64-bit; its header's arenaindex is at byte 32
+
+
+def arena_of(obj) -> int | None:
+    """The index of the pymalloc arena `obj` is in (None: larger than pymalloc's 512 bytes)."""
+    if sys.getsizeof(obj, 1024) > 512:
+        return None
+    return ctypes.c_uint.from_address((id(obj) & ~(_POOL - 1)) + 32).value
+
+
+def arenas_in_use() -> set[int]:
+    return {a for a in map(arena_of, reachable().values()) if a is not None}
+
+
+def what_holds_the_runs_arenas(before: set[int], firings: int) -> None:
+    """Which objects hold the arenas no object alive at the pause was in."""
+    held: dict[int, list] = {}
+    for obj in reachable().values():
+        arena = arena_of(obj)
+        if arena is not None and arena not in before:
+            held.setdefault(arena, []).append(obj)
+    counts = sorted(len(objects) for objects in held.values())
+    print(f"    the run's arenas holding objects: {len(held)}; objects in each: {counts}")
+    kinds: dict[tuple[str, str], tuple[int, set]] = {}
+    for arena, objects in held.items():
+        for obj in objects:
+            made = tracemalloc.get_object_traceback(obj) if tracemalloc.is_tracing() else None
+            where = "" if made is None else f"  {made[0].filename.split('site-packages/')[-1].replace(str(ROOT) + '/', '')}:{made[0].lineno}"
+            count, arenas = kinds.get((type(obj).__name__, where), (0, set()))
+            arenas.add(arena)
+            kinds[(type(obj).__name__, where)] = (count + 1, arenas)
+    print("    objects in them (a firing), arenas they are in, type, where made:")
+    for (kind, where), (count, arenas) in sorted(kinds.items(), key=lambda item: -item[1][0])[:25]:
+        print(f"      {count / firings:5.2f} {len(arenas):4d}  {kind}{where}")
+
+
 def settle(trim: bool = True) -> None:
     gc.collect()
     if trim:  # what the session does itself at the end of a run of 20,000 firings or more
@@ -162,7 +257,7 @@ def state(label: str, base, firings: int) -> tuple:
     return rss, used, free, arenas, blocks, available
 
 
-async def measure(blocks: int, trace: bool) -> None:
+async def measure(blocks: int, trace: bool, clear: bool = False, arenas: bool = False) -> None:
     torch.set_num_threads(1)
     model = model_of(blocks)
     session = Session(model, torch.randn(32, 64), pause=True, legacy=True, keep_events=False)
@@ -172,6 +267,7 @@ async def measure(blocks: int, trace: bool) -> None:
         while not (app.state == "paused" and app.history.cursor == 0):
             await pilot.pause(0.05)
         await pilot.pause(0.5)
+        before = arenas_in_use() if arenas else set()
         settle(trim=False)  # as app_memory.py: the run's high-water marks count
         if trace:
             tracemalloc.start(1)
@@ -192,6 +288,12 @@ async def measure(blocks: int, trace: bool) -> None:
         params = sum(p.untyped_storage().nbytes() for p in model.parameters()) / 2**20
         print(f"  the model's parameters: {params:.0f} MB of tensor storage")
         state("run's end", base, firings)
+        if clear:
+            print(f"  {clear_caches()}")
+            settle()
+            state("  then", base, firings)
+        if arenas:
+            what_holds_the_runs_arenas(before, firings)
         grads = sum(g.untyped_storage().nbytes() for g in (session.final_grads or {}).values()) / 2**20
         print(f"  of the tensor storage: the run's final .grad kept for the console {grads:.0f} MB "
               f"({grads * 1024 / firings:.2f} KB a firing)")
@@ -211,6 +313,8 @@ async def measure(blocks: int, trace: bool) -> None:
         app.lower.events = app.history.events
         settle()
         state("the app's history emptied (no record left)", base, firings)
+        if arenas:
+            what_holds_the_runs_arenas(before, firings)
         if trace:
             left = tracemalloc.take_snapshot().compare_to(start_snapshot, "lineno")
             total = sum(s.size_diff for s in left)
@@ -229,10 +333,13 @@ def main() -> None:
                         help="tracemalloc by file:line (slow; pymalloc's and the tensors' figures read 0 then)")
     parser.add_argument("--let-go", type=int, default=0, metavar="N",
                         help="experiment: each record let go N firings after it arrives (see above)")
+    parser.add_argument("--clear-caches", action="store_true",
+                        help="experiment: Textual's and Rich's bounded caches cleared at the run's end (see above)")
+    parser.add_argument("--arenas", action="store_true", help="which objects hold the arenas the run added (see above)")
     args = parser.parse_args()
     if args.let_go:
         let_records_go(args.let_go)
-    asyncio.run(measure(max(1, round(args.firings / 644 * 64)), args.trace))
+    asyncio.run(measure(max(1, round(args.firings / 644 * 64)), args.trace, args.clear_caches, args.arenas))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ def restartable_app(loaded, breakpoints, legacy: bool, previous=None):
         states = [(state.breakpoint, state.enabled) for state in previous.source.breakpoint_list.states()]
         session.gate.break_on_backward = previous.source.break_on_backward
         legacy = previous.legacy_shown
+        # The previous app is closed: its run's final .grad (kept for its console) goes now,
+        # and the app (garbage with cycles: its history, its snapshots) is collected before
+        # the new run freezes the collector; frozen, it lived through the whole next run.
+        previous.source.let_go_of_results()
     for bp, enabled in states:  # before the run: a non-finite one also notes forward lines
         session.add_breakpoint(bp)
         if not enabled:

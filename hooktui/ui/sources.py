@@ -150,6 +150,9 @@ class Source:
         final .grad by name). A recorded trace has none."""
         return {}
 
+    def let_go_of_results(self) -> None:
+        """The app on this source is closed for good: what the console's names hold can go."""
+
     def user_hooks(self, events: list[Event]) -> list[UserHookInfo]:
         """The model's own hooks: those that fired (a trace keeps no others)."""
         found: dict[int, UserHookInfo] = {}
@@ -316,6 +319,9 @@ class LiveSource(Source):
         if session.final_grads:
             names["grads"] = dict(session.final_grads)
         return names
+
+    def let_go_of_results(self) -> None:
+        self.session.let_go_of_results()
 
     def live_firing(self, event: Event | None):
         current = self.session.current

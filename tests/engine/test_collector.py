@@ -124,3 +124,29 @@ def test_objects_the_process_froze_itself_stay_frozen():
     finally:
         gc.unfreeze()
     assert any(o is mine for o in gc.get_objects())  # the check above can see it
+
+
+def test_garbage_asked_for_is_collected_before_the_next_run_freezes():
+    """An app closed at `R` (or a finished `hooktui.debug` step's) is garbage with cycles: a
+    run starting next collects it first when asked, instead of freezing it for the run."""
+    import weakref
+
+    from hooktui.engine.capture import collector
+
+    class Closed:
+        pass
+
+    def a_cycle() -> weakref.ref:
+        closed = Closed()
+        closed.itself = closed
+        return weakref.ref(closed)
+
+    gc.collect()
+    left = a_cycle()
+    collector.collect_before_next_run()
+    collector.run_started()
+    try:
+        alive_in_the_run = left() is not None
+    finally:
+        collector.run_ended()
+    assert not alive_in_the_run

@@ -86,3 +86,24 @@ def test_the_backward_s_root_is_not_held_once_the_run_is_over(retain_graph):
     gc.collect()
     assert losses[0]() is None, "the run's loss (and its graph) outlived the run"
     assert session is not None
+
+
+def test_a_second_run_lets_the_first_run_s_final_grad_go_before_its_backward():
+    """A session keeps the run's final .grad for the console; run again, it lets them go as
+    the run starts, not once the new backward has made the next ones (two sets of a large
+    model's gradients at once)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+    session = Session(model, torch.randn(2, 4), pause=False, keep_events=False)
+    session.run()
+    first = [weakref.ref(grad) for grad in session.final_grads.values()]
+    assert len(first) == 4
+    alive_at_backward: list[int] = []
+
+    def on_event(event) -> None:
+        if event.phase == "backward" and not alive_at_backward:
+            alive_at_backward.append(sum(ref() is not None for ref in first))
+
+    session.run(on_event=on_event)
+    assert alive_at_backward == [0]
+    assert len(session.final_grads) == 4  # the second run's, for the console

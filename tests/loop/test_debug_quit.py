@@ -14,7 +14,7 @@ from torch.nn import functional as F
 
 import hooktui
 import hooktui.loop.in_app
-from loop_helpers import assert_same_state, batch, hook_dicts, net_and_twin, quit_at_first_pause, use_pilot, wait_for
+from loop_helpers import assert_same_state, batch, continue_then_quit, hook_dicts, net_and_twin, quit_at_first_pause, use_pilot, wait_for
 
 
 def test_q_raises_quit_and_leaves_no_hook(monkeypatch):
@@ -135,3 +135,29 @@ def test_bad_arguments_are_refused_before_the_step_runs():
     with pytest.raises(TypeError, match="nn.Module"):
         hooktui.debug(lambda: 1, net)
     assert ran == []
+
+
+def test_the_last_step_s_app_is_collected_before_the_next_debug_step_runs(monkeypatch):
+    """Each `hooktui.debug` call opens an app, closed when the step is done: garbage with
+    cycles (its history, the snapshots of its last firings). The next call's run freezes the
+    collector as it starts (engine/capture/collector.py): it must be gone by then, or each
+    step runs beside the last step's app."""
+    import weakref
+
+    opened: list = []
+    use_pilot(monkeypatch, continue_then_quit, opened)
+    net, _ = net_and_twin()
+    x, y = batch()
+    first_alive: list[bool] = []
+
+    def step():
+        if len(opened) == 2:  # the second call's step: its run has started
+            first_alive.append(first() is not None)
+        return F.cross_entropy(net(x), y)
+
+    hooktui.debug(net, step)
+    first = weakref.ref(opened[0])
+    opened.clear()
+    opened.append(None)  # counted: the next app is the second
+    hooktui.debug(net, step)
+    assert first_alive == [False]

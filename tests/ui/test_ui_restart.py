@@ -66,3 +66,51 @@ def test_R_in_a_recorded_trace_says_why_not():
             assert any("R restarts `hooktui MODEL.py` only" in str(n.message) for n in app._notifications)
 
     run(script())
+
+
+def test_R_lets_the_first_run_s_final_grad_go_before_the_next_backward():
+    """The session keeps the run's final .grad for the console (`grads`); the next run's
+    backward makes new ones. A model with billions of parameters must not hold both: by the
+    time the second run's backward starts, the first run's are gone, and so is the app that
+    showed them (closed), though the run freezes the collector (engine/capture/collector.py)."""
+    import weakref
+
+    loaded = _loaded()
+    app = restartable_app(loaded, [], legacy=False)
+
+    async def first_run():
+        async with paused_at_start(app) as pilot:
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "finished", "the run's end")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: not app.is_running, "the app's end")
+
+    run(first_run())
+    grads = app.source.session.final_grads
+    assert set(grads) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    first_grads = [weakref.ref(grad) for grad in grads.values()]
+    first_app = weakref.ref(app)
+    del grads
+    assert app.restart_requested and app.source.join(60)
+    app = app.restart(app)  # as hooktui/ui/process.py does: the first app is let go here
+    alive_at_backward = []
+    session = app.source.session
+    backward_started = session._backward_started
+
+    def noting(depth: int) -> None:
+        if depth == 0:
+            # The first app too: its history holds the snapshots of its last firings.
+            alive_at_backward.append((sum(ref() is not None for ref in first_grads), first_app() is not None))
+        backward_started(depth)
+
+    session._backward_started = noting  # read when the run starts (Session.run)
+
+    async def second_run():
+        async with paused_at_start(app) as pilot:
+            await pilot.press("c")
+            await wait_for(pilot, lambda: app.state == "finished", "the run's end")
+            assert set(session.final_grads) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}  # the console's, as before
+            await pilot.press("q")
+
+    run(second_run())
+    assert alive_at_backward == [(0, False)]

@@ -30,16 +30,29 @@ _lock = threading.Lock()
 _runs = 0  # runs under way (on any thread)
 _freezing = False  # whether those runs freeze (nothing was frozen before the first)
 _interpreters_own: int | None = None  # objects a fresh interpreter keeps frozen, once counted
+_collect_first = False  # garbage with cycles to collect before the next run freezes it
 
 
 def run_started() -> None:
-    global _runs, _freezing
+    global _runs, _freezing, _collect_first
     with _lock:
+        collect, _collect_first = _collect_first, False
         if _runs == 0:
             frozen = gc.get_freeze_count()
             _freezing = frozen == 0 or frozen <= interpreters_own()
         _runs += 1
+    if collect:
+        gc.collect()
     freeze()
+
+
+def collect_before_next_run() -> None:
+    """Much became garbage with cycles (an app closed at `R`, its history and what its
+    console kept): the next run collects once before it freezes, or all of it would live
+    through that run, frozen, beside what the run makes."""
+    global _collect_first
+    with _lock:
+        _collect_first = True
 
 
 def interpreters_own() -> int:

@@ -268,9 +268,30 @@ class Session:
     def events(self) -> list[Event]:
         return self.trace.events
 
+    def let_go_of_results(self) -> None:
+        """Nobody will look at this run again (the app that showed it is closed, at `R`):
+        what it left for the console goes now, and whatever else became garbage with it is
+        collected before the next run freezes the collector (capture/collector.py), so that
+        the next run never has two sets of the model's gradients (or two histories) alive."""
+        self._drop_results()
+        self.collect_before_next_run()
+
+    @staticmethod
+    def collect_before_next_run() -> None:
+        """The app that showed this run is closed, and garbage with cycles: collected once
+        before the next run (of any session) freezes the collector, not frozen with it."""
+        collector.collect_before_next_run()
+
+    def _drop_results(self) -> None:
+        """What the last run left for the console: its final .grad (as large as the model's
+        parameters), its output and loss."""
+        self.final_grads = {}
+        self.trace.output = self.trace.loss = None
+
     # -- the run (worker thread) -------------------------------------------------
     def run(self, on_event: Callable[[Event], None] | None = None, on_state: Callable[[str], None] | None = None) -> Trace:
         self._on_event, self._on_state = on_event, on_state
+        self._drop_results()  # a run again: the last run's .grad must not live beside the new ones
         lazy = self._walk.has_lazy
         run = self._run = TracedRun(self.model, self._emit, self.options, walk=self._walk, user_hooks=self.user_hooks,
                                     legacy=self.legacy, param_grads=self.param_grads,
