@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ..engine.capture import collector
 from ..ui.process import exit_status, write_model_output
 from . import say
 
@@ -77,6 +78,9 @@ def show_recorded(app: App) -> None:
     with _program_signal_handlers():
         open_app(app)
     status = exit_status(app)
+    # As after a debug step: the closed app (its history) is collected before a later run
+    # in this program (a debug step, a guard that goes on) freezes the collector.
+    collector.collect_before_next_run()
     if status > 128:
         signal.raise_signal(status - 128)
 

@@ -272,3 +272,36 @@ def test_a_causal_mask_passes_the_guard_and_the_loop_trains_as_without_it():
     for a, b in zip(guarded.parameters(), plain.parameters()):
         assert torch.equal(a, b)
 
+
+
+def test_the_guard_s_debug_app_is_collected_before_a_later_run(monkeypatch):
+    """on_error="debug" opens an app on the recorded firings; once closed it is garbage with
+    cycles (its history). A later run in the program (a debug step, a guard going on)
+    freezes the collector as it starts (engine/capture/collector.py): the app must be gone
+    by then, not frozen beside that run."""
+    import weakref
+
+    from loop_helpers import continue_then_quit
+
+    opened: list = []
+
+    async def quit_at_once(pilot):
+        await wait_for(pilot, lambda: pilot.app.current is not None, "the first render")
+        await pilot.press("q")
+
+    use_pilot(monkeypatch, quit_at_once, opened)
+    model = nn.Sequential(nn.Linear(2, 2), LogHead())
+    with torch.no_grad():
+        model[0].weight.copy_(-torch.eye(2))
+    with pytest.raises(hooktui.NonFiniteError), hooktui.guard(model, on_error="debug"):
+        model(torch.ones(1, 2)).sum().backward()
+    guard_app = weakref.ref(opened.pop())
+    alive_in_next_run: list[bool] = []
+
+    def step():
+        alive_in_next_run.append(guard_app() is not None)
+        return model(torch.full((1, 2), -0.5)).sum()
+
+    use_pilot(monkeypatch, continue_then_quit, opened)
+    hooktui.debug(model, step)
+    assert alive_in_next_run == [False]
