@@ -26,15 +26,23 @@ _WATCH_LOCK = threading.Lock()
 
 class GradWatch:
     """Gathers gradients that arrive at several autograd nodes during one backward and
-    calls `done(grads, nodes)` once every watched node that will run has run (the same
-    rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
-    nodes, which in-place ops cannot move)."""
+    calls `done(about, grads, nodes)` once every watched node that will run has run (the
+    same rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
+    nodes, which in-place ops cannot move).
 
-    __slots__ = ("grads", "_done", "_hooks", "_expected", "_seen", "_finished", "_by_node", "__weakref__")
+    A module call has one or two, made as the backward starts and alive until it fires:
+    `done` is one callable for every watch (not a closure each), `about` what it is told,
+    and the gradients' list is made when the first one arrives."""
 
-    def __init__(self, n_slots: int, done: Callable[[list, list], None], hooks: NodeHooks) -> None:
-        self.grads: list[torch.Tensor | None] = [None] * n_slots
+    __slots__ = ("grads", "_n_slots", "_done", "_about", "_hooks", "_expected", "_seen", "_finished", "_by_node",
+                 "__weakref__")
+
+    def __init__(self, n_slots: int, done: Callable[[Any, list, list], None], about: Any, hooks: NodeHooks) -> None:
+        # The gradients by slot (None until one arrives: `_slots()` makes the list).
+        self.grads: list[torch.Tensor | None] | None = None
+        self._n_slots = n_slots
         self._done = done
+        self._about = about
         self._hooks = hooks
         self._expected: int | None = None
         self._seen = 0
@@ -51,11 +59,18 @@ class GradWatch:
         if entries is None:
             entries = self._by_node[key] = []
             self._hooks.add(node, grad_inputs, _Arrival(self, key), output_side=output_side)
-        entries.append((slot, position))
+        entries.append(_pair(slot, position))
+
+    def _slots(self) -> list:
+        grads = self.grads
+        if grads is None:
+            grads = self.grads = [None] * self._n_slots
+        return grads
 
     def preset(self, slot: int, grad) -> None:
         """Slot `slot` starts from `grad`, known before the backward runs (a root's seed)."""
-        self.grads[slot] = grad if self.grads[slot] is None else self.grads[slot] + grad
+        grads = self._slots()
+        grads[slot] = grad if grads[slot] is None else grads[slot] + grad
 
     @property
     def nodes(self) -> list:
@@ -67,7 +82,7 @@ class GradWatch:
         with _WATCH_LOCK:
             self._finished = True
             self.grads = []
-            self._done = None
+            self._done = self._about = None
 
     def _arrive(self, key, grads) -> None:
         with _WATCH_LOCK:
@@ -78,25 +93,36 @@ class GradWatch:
                 # The running node counts itself: PyTorch says False for the node the
                 # backward starts from (the loss's grad_fn), which does run.
                 self._expected = sum(k == key or torch._C._will_engine_execute_node(k[0]) for k in self._by_node)
+            gathered = self._slots()
             for slot, position in entries:
                 grad = grads[position]
                 if grad is None:
                     continue
-                if self.grads[slot] is not None:
-                    grad = self.grads[slot] + grad  # several consumers of one input
-                self.grads[slot] = grad
+                if gathered[slot] is not None:
+                    grad = gathered[slot] + grad  # several consumers of one input
+                gathered[slot] = grad
             self._seen += 1
             finished = self._finished = self._seen == self._expected
-            grads, done = self.grads, self._done
+            done, about = self._done, self._about
             if finished:
                 # The hooks holding this watch live as long as the graph: let the
                 # gradients and the firing's callback go with the firing, as the engine
                 # lets the gradients go (a backward would otherwise keep every module's
                 # gradients, and each call's state, to its end).
                 self.grads = []
-                self._done = None
+                self._done = self._about = None
         if finished:
-            done(grads, self.nodes)
+            done(about, gathered, self.nodes)
+
+
+# (slot, position) of a watch's entry: one tuple each for the small ones every watch uses.
+_PAIRS = tuple(tuple((slot, position) for position in range(8)) for slot in range(8))
+
+
+def _pair(slot: int, position: int) -> tuple[int, int]:
+    if slot < 8 and position < 8:
+        return _PAIRS[slot][position]
+    return (slot, position)
 
 
 class _Arrival:
