@@ -7,9 +7,10 @@ call that arrive at several nodes.
 These live as long as the autograd graph (a node keeps its hooks until it is freed), so
 on a model of many small modules they are most of what a run holds besides its records
 (`hooktui trace` without `--save` holds nothing else per firing). Each is kept small: one
-slotted `_NodeHook` per (node, side), its watcher lists made only when a watcher comes,
-hooktui's containment applied where it dispatches (not a closure per watcher), and a
-`GradWatch` reached through one small `_Arrival` per node it watches.
+slotted `_NodeHook` per (node, side) (keyed by the node, one dict a side), its watchers
+a tuple, what removes it kept instead of PyTorch's handle, hooktui's containment applied
+where it dispatches (not a closure per watcher), and a `GradWatch` reached through one
+small `_Arrival` per node it watches, which holds that node's entries.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ class GradWatch:
 
     A module call has one or two, made as the backward starts and alive until it fires:
     `done` is one callable for every watch (not a closure each), `about` what it is told,
-    and the gradients' list is made when the first one arrives."""
+    the gradients' list is made when the first one arrives, and each watched (node, side)
+    is one `_Arrival` holding its own entries (a watch watches a few: found by a scan)."""
 
-    __slots__ = ("grads", "_n_slots", "_done", "_about", "_hooks", "_expected", "_seen", "_finished", "_by_node",
+    __slots__ = ("grads", "_n_slots", "_done", "_about", "_hooks", "_expected", "_seen", "_finished", "_arrivals",
                  "__weakref__")
 
     def __init__(self, n_slots: int, done: Callable[[Any, list, list], None], about: Any, hooks: NodeHooks) -> None:
@@ -47,19 +49,20 @@ class GradWatch:
         self._expected: int | None = None
         self._seen = 0
         self._finished = False
-        # (node, watching grad_inputs?) -> [(slot, position)]
-        self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
+        # One per watched (node, side), in the order they were first watched.
+        self._arrivals: tuple[_Arrival, ...] = ()
 
     def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False, output_side: bool = False) -> None:
         """Slot `slot` gets `grad_outputs[position]` of `node` (its pre-hook), or
         `grad_inputs[position]` (its post-hook) when `grad_inputs` is true. `output_side`:
         this watch gathers some call's grad_output (see NodeHooks for the order)."""
-        key = (node, grad_inputs)
-        entries = self._by_node.get(key)
-        if entries is None:
-            entries = self._by_node[key] = []
-            self._hooks.add(node, grad_inputs, _Arrival(self, key), output_side=output_side)
-        entries.append(_pair(slot, position))
+        for arrival in self._arrivals:
+            if arrival.node is node and arrival.post is grad_inputs:
+                arrival.entries += (_pair(slot, position),)
+                return
+        arrival = _Arrival(self, node, grad_inputs, (_pair(slot, position),))
+        self._arrivals += (arrival,)
+        self._hooks.add(node, grad_inputs, arrival, output_side=output_side)
 
     def _slots(self) -> list:
         grads = self.grads
@@ -74,7 +77,7 @@ class GradWatch:
 
     @property
     def nodes(self) -> list:
-        return [node for node, _ in self._by_node]
+        return [arrival.node for arrival in self._arrivals]
 
     def close(self) -> None:
         """Its backward has ended: a watched node that did not run there (a retained graph
@@ -84,17 +87,16 @@ class GradWatch:
             self.grads = []
             self._done = self._about = None
 
-    def _arrive(self, key, grads) -> None:
+    def _arrive(self, arrival: _Arrival, grads) -> None:
         with _WATCH_LOCK:
-            entries = self._by_node.get(key)
-            if not entries or self._finished:
+            if self._finished:
                 return  # a later backward over the same nodes has watches of its own
             if self._expected is None:
                 # The running node counts itself: PyTorch says False for the node the
                 # backward starts from (the loss's grad_fn), which does run.
-                self._expected = sum(k == key or torch._C._will_engine_execute_node(k[0]) for k in self._by_node)
+                self._expected = sum(a is arrival or torch._C._will_engine_execute_node(a.node) for a in self._arrivals)
             gathered = self._slots()
-            for slot, position in entries:
+            for slot, position in arrival.entries:
                 grad = grads[position]
                 if grad is None:
                     continue
@@ -126,37 +128,58 @@ def _pair(slot: int, position: int) -> tuple[int, int]:
 
 
 class _Arrival:
-    """What a node hook calls for one GradWatch watching one (node, side)."""
+    """What a node hook calls for one GradWatch watching one (node, side): `entries`, the
+    (slot, position) pairs the gradients arriving there go to."""
 
-    __slots__ = ("watch", "key")
+    __slots__ = ("watch", "node", "post", "entries")
 
-    def __init__(self, watch: GradWatch, key: tuple[Any, bool]) -> None:
-        self.watch, self.key = watch, key
+    def __init__(self, watch: GradWatch, node, post: bool, entries: tuple[tuple[int, int], ...]) -> None:
+        self.watch, self.node, self.post, self.entries = watch, node, post, entries
 
     def __call__(self, grads, *_outputs) -> None:
-        self.watch._arrive(self.key, grads)
+        self.watch._arrive(self, grads)
 
 
 class _NodeHook:
     """The one PyTorch hook hooktui puts on one side of one node. Pre-hook watchers get
     (grad_outputs,); post-hook watchers (grad_inputs, grad_outputs). `first` / `last`
-    (lists, made when needed) are called in that order; then `on_run(node)` (a pre-hook:
+    (tuples: a new one when a watcher comes) are called in that order; then `on_run(node)` (a pre-hook:
     the node is about to run), one callable shared by every node of a backward."""
 
-    __slots__ = ("node", "first", "last", "on_run", "contain")
+    __slots__ = ("node", "first", "last", "on_run", "contain", "hooks_ref", "hook_id")
 
     def __init__(self, node, contain) -> None:
         self.node = node
-        self.first: list[Callable] | None = None
-        self.last: list[Callable] | None = None
+        self.first: tuple[Callable, ...] = ()
+        self.last: tuple[Callable, ...] = ()
         self.on_run: Callable | tuple | None = None
         self.contain = contain
+        # What takes it off the node again (`NodeHooks.remove`): a weak reference to the
+        # node's dict of hooks and its key there (None: its handle is in `handles`).
+        self.hooks_ref: Any = None
+        self.hook_id: int = 0
+
+    def hold(self, handle) -> bool:
+        """Keep what removing `handle`'s hook needs, not the handle: a RemovableHandle is an
+        object and its __dict__ (~0.1 KB), held as long as the graph, a few a module call.
+        False for a handle that does more than delete its key from one dict."""
+        ref, hook_id = getattr(handle, "hooks_dict_ref", None), getattr(handle, "id", None)
+        if ref is None or type(hook_id) is not int or getattr(handle, "extra_dict_ref", ()):
+            return False
+        self.hooks_ref, self.hook_id = ref, hook_id
+        return True
+
+    def remove(self) -> None:
+        """As RemovableHandle.remove."""
+        hooks = None if self.hooks_ref is None else self.hooks_ref()
+        if hooks is not None and self.hook_id in hooks:
+            del hooks[self.hook_id]
 
     def __call__(self, *grads) -> None:
         first, last, on_run = self.first, self.last, self.on_run
         for callbacks in (first, last):
             if callbacks:
-                for callback in list(callbacks):
+                for callback in callbacks:  # a tuple: one added meanwhile waits for the next run
                     self._run("its autograd node hook", callback, *grads)
         if on_run is not None:
             for callback in on_run if type(on_run) is tuple else (on_run,):
@@ -188,32 +211,34 @@ class NodeHooks:
     every watcher of that node."""
 
     def __init__(self, contain=None) -> None:
-        self._hooks: dict[tuple[Any, bool], _NodeHook] = {}
+        # node -> its hook, one dict per side (no (node, side) key tuple a hook).
+        self._pre: dict[Any, _NodeHook] = {}
+        self._post: dict[Any, _NodeHook] = {}
+        # Handles of hooks put on nodes besides these (and of any of these whose handle
+        # `_NodeHook.hold` could not take apart).
         self.handles: list = []
         # The tracer's Containment (contain.py): a watcher that fails never reaches autograd.
         self._contain = contain
 
     def has(self, node, post: bool) -> bool:
-        return (node, post) in self._hooks
+        return node in (self._post if post else self._pre)
 
     def _hook(self, node, post: bool) -> _NodeHook:
-        key = (node, post)
-        hook = self._hooks.get(key)
+        hooks = self._post if post else self._pre
+        hook = hooks.get(node)
         if hook is None:
-            hook = self._hooks[key] = _NodeHook(node, self._contain)
-            self.handles.append(node.register_hook(hook) if post else node.register_prehook(hook))
+            hook = hooks[node] = _NodeHook(node, self._contain)
+            handle = node.register_hook(hook) if post else node.register_prehook(hook)
+            if not hook.hold(handle):
+                self.handles.append(handle)
         return hook
 
     def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
         hook = self._hook(node, post)
         if output_side or not post:
-            if hook.last is None:
-                hook.last = []
-            hook.last.insert(0, callback)
+            hook.last = (callback, *hook.last)
         else:
-            if hook.first is None:
-                hook.first = []
-            hook.first.append(callback)
+            hook.first = (*hook.first, callback)
 
     def on_run(self, node, callback: Callable) -> None:
         """`callback(node)` when `node` is about to run (its pre-hook), after its watchers.
@@ -226,7 +251,10 @@ class NodeHooks:
             hook.on_run = (*(current if type(current) is tuple else (current,)), callback)
 
     def remove(self) -> None:
+        for hooks in (self._pre, self._post):
+            for hook in hooks.values():
+                hook.remove()
+            hooks.clear()
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-        self._hooks.clear()
