@@ -96,8 +96,15 @@ class Probe:
 
 
 def _gc_types() -> Counter:
-    gc.collect()  # tuples and dicts of atoms are untracked by a collection, not when made
-    return Counter(type(o).__name__ for o in gc.get_objects())
+    """The objects the collector tracks, by type, those a run froze included (it freezes
+    what exists every so many firings, collector.py; frozen again after the count)."""
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    gc.collect()  # garbage goes, and tuples and dicts of atoms are untracked by a collection
+    counts = Counter(type(o).__name__ for o in gc.get_objects())
+    if frozen:
+        gc.freeze()
+    return counts
 
 
 def _site(traceback: tracemalloc.Traceback) -> tracemalloc.Frame:
