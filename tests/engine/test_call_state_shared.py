@@ -84,6 +84,16 @@ def test_kept_gives_the_first_equal_copy_and_never_another_kinds():
     other = Kept()
     assert other(again) is again  # each kind its own
     assert kept([1]) == [1]  # unhashable: given back as it is
+
+    class Ambiguous:  # compares like a tensor of several elements: bool() of it raises
+        def __hash__(self):
+            return 7
+
+        def __eq__(self, other):
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+
+    first_odd, second_odd = Ambiguous(), Ambiguous()
+    assert kept(first_odd) is first_odd and kept(second_odd) is second_odd
     kept((1,))
     third = (torch.Size([4]), torch.float64, torch.device("cpu"))
     assert kept(third) is third  # past its bound it starts again

@@ -52,16 +52,16 @@ class Kept:
         self._bound = bound
 
     def __call__(self, value: T) -> T:
-        """The copy of `value` kept already, or `value` itself, kept from now on. An
-        unhashable value is returned as it is."""
+        """The copy of `value` kept already, or `value` itself, kept from now on. A value
+        that cannot be hashed or compared (a tensor subclass's odd shape) is returned as it is."""
         values = self._values
         try:
             kept = values.get(value)
-        except TypeError:
+            if kept is not None:
+                return kept
+            if len(values) >= self._bound:
+                values.clear()
+            values[value] = value
+        except Exception:
             return value
-        if kept is not None:
-            return kept
-        if len(values) >= self._bound:
-            values.clear()
-        values[value] = value
         return value
