@@ -57,7 +57,7 @@ class GradWatch:
         `grad_inputs[position]` (its post-hook) when `grad_inputs` is true. `output_side`:
         this watch gathers some call's grad_output (see NodeHooks for the order)."""
         for arrival in self._arrivals:
-            if arrival.node is node and arrival.post is grad_inputs:
+            if arrival.node is node and arrival.post == grad_inputs:
                 arrival.entries += (_pair(slot, position),)
                 return
         arrival = _Arrival(self, node, grad_inputs, (_pair(slot, position),))
