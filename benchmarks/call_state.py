@@ -12,7 +12,11 @@ prints what was allocated in between and is still alive, a module call at a time
   package (else the innermost frame), its bytes and memory blocks a call (a block is one
   Python object, or the item array of a list / the table of a dict or set);
 - by part of the engine (capture/, records/, summaries/, autograd/, torch, other);
-- the objects the collector tracks, by type, a call.
+- then what placing the backward's watches added (`Tracer._place_watches`), by line;
+- the objects the collector tracks, by type, a call, alive once the watches are placed.
+
+Blocks CPython keeps on its free lists (tuples, lists, dicts freed into them) count as alive:
+on a small model that is a few blocks a call; the 1,000-block figures are the better ones.
 
     python benchmarks/call_state.py [--blocks 64 1000] [--top 30] [--tree PATH]
 
@@ -58,7 +62,7 @@ class Probe:
         self.before: tracemalloc.Snapshot | None = None
         self.at_backward: tracemalloc.Snapshot | None = None
         self.types_before: Counter | None = None
-        self.types_at_backward: Counter | None = None
+        self.types_watched: Counter | None = None
         self.watched: tracemalloc.Snapshot | None = None
         self.calls = 0
 
@@ -77,7 +81,6 @@ class Probe:
         def _backward_pass(tracer, *args, **kwargs):
             if probe.at_backward is None and tracer.backward_depth == 0:
                 probe.at_backward = tracemalloc.take_snapshot()
-                probe.types_at_backward = _gc_types()
             return backward_pass(tracer, *args, **kwargs)
 
         def _place_watches(tracer, *args, **kwargs):
@@ -86,6 +89,7 @@ class Probe:
             finally:
                 if probe.watched is None and tracer.backward_depth == 1:
                     probe.watched = tracemalloc.take_snapshot()
+                    probe.types_watched = _gc_types()  # after: its collection moves no traced block
 
         cls._pre_hook, cls.backward_pass, cls._place_watches = _pre_hook, _backward_pass, _place_watches
 
@@ -100,7 +104,8 @@ def _gc_types() -> Counter:
     what exists every so many firings, collector.py; frozen again after the count)."""
     frozen = gc.get_freeze_count()
     gc.unfreeze()
-    gc.collect()  # garbage goes, and tuples and dicts of atoms are untracked by a collection
+    for _ in range(4):  # garbage goes; tuples of atoms are untracked by a collection, a level a time
+        gc.collect()  # (tracemalloc's snapshots hold traces: tuples of tuples of ints and strings)
     counts = Counter(type(o).__name__ for o in gc.get_objects())
     if frozen:
         gc.freeze()
@@ -184,15 +189,15 @@ def measure(blocks: int, top: int) -> None:
         print(f"{part:28} {n / calls:>10.0f} {part_blocks[part] / calls:>11.2f}")
     print()
     _print_lines(size, n_blocks, calls, top)
-    grown = probe.types_at_backward - probe.types_before
-    grown.pop("Snapshot", None)
-    print("objects the collector tracks, made since and alive, a call: "
-          + ", ".join(f"{name} {n / calls:.2f}" for name, n in grown.most_common(12) if n / calls >= 0.01))
-    print()
     watch_size, watch_blocks = _by_line(probe.watched, probe.at_backward)
     print(f"then, the backward's watches placed (Tracer._place_watches): +{sum(watch_size.values()) / calls:,.0f} bytes "
           f"and +{sum(watch_blocks.values()) / calls:.1f} blocks a call")
     _print_lines(watch_size, watch_blocks, calls, max(top // 2, 1))
+    grown = probe.types_watched - probe.types_before
+    grown.pop("Snapshot", None)
+    print("objects the collector tracks, made since the first pre-hook and alive once the watches are placed, a call: "
+          + ", ".join(f"{name} {n / calls:.2f}" for name, n in grown.most_common(12) if n / calls >= 0.01))
+    print()
 
 
 def main() -> None:
