@@ -7,9 +7,10 @@ call that arrive at several nodes.
 These live as long as the autograd graph (a node keeps its hooks until it is freed), so
 on a model of many small modules they are most of what a run holds besides its records
 (`hooktui trace` without `--save` holds nothing else per firing). Each is kept small: one
-slotted `_NodeHook` per (node, side), its watcher lists made only when a watcher comes,
-hooktui's containment applied where it dispatches (not a closure per watcher), and a
-`GradWatch` reached through one small `_Arrival` per node it watches.
+slotted `_NodeHook` per (node, side) (keyed by the node, one dict a side), its watchers
+a tuple, what removes it kept instead of PyTorch's handle, hooktui's containment applied
+where it dispatches (not a closure per watcher), and a `GradWatch` reached through one
+small `_Arrival` per node it watches, which holds that node's entries.
 """
 
 from __future__ import annotations
@@ -26,40 +27,57 @@ _WATCH_LOCK = threading.Lock()
 
 class GradWatch:
     """Gathers gradients that arrive at several autograd nodes during one backward and
-    calls `done(grads, nodes)` once every watched node that will run has run (the same
-    rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
-    nodes, which in-place ops cannot move)."""
+    calls `done(about, grads, nodes)` once every watched node that will run has run (the
+    same rule as `torch.autograd.graph.register_multi_grad_hook(mode="all")`, but bound to
+    nodes, which in-place ops cannot move).
 
-    __slots__ = ("grads", "_done", "_hooks", "_expected", "_seen", "_finished", "_by_node", "__weakref__")
+    A module call has one or two, made as the backward starts and alive until it fires:
+    `done` is one callable for every watch (not a closure each), `about` what it is told,
+    the gradients' list is made when the first one arrives, and each watched (node, side)
+    is one `_Arrival` holding its own entries (a watch watches a few: found by a scan)."""
 
-    def __init__(self, n_slots: int, done: Callable[[list, list], None], hooks: NodeHooks) -> None:
-        self.grads: list[torch.Tensor | None] = [None] * n_slots
+    __slots__ = ("grads", "_n_slots", "_done", "_about", "_hooks", "_expected", "_seen", "_finished", "_arrivals",
+                 "__weakref__")
+
+    def __init__(self, n_slots: int, done: Callable[[Any, list, list], None], about: Any, hooks: NodeHooks) -> None:
+        # The gradients by slot (None until one arrives: `_slots()` makes the list).
+        self.grads: list[torch.Tensor | None] | None = None
+        self._n_slots = n_slots
         self._done = done
+        self._about = about
         self._hooks = hooks
         self._expected: int | None = None
         self._seen = 0
         self._finished = False
-        # (node, watching grad_inputs?) -> [(slot, position)]
-        self._by_node: dict[tuple[Any, bool], list[tuple[int, int]]] = {}
+        # One per watched (node, side), in the order they were first watched.
+        self._arrivals: tuple[_Arrival, ...] = ()
 
     def watch(self, node, slot: int, position: int, *, grad_inputs: bool = False, output_side: bool = False) -> None:
         """Slot `slot` gets `grad_outputs[position]` of `node` (its pre-hook), or
         `grad_inputs[position]` (its post-hook) when `grad_inputs` is true. `output_side`:
         this watch gathers some call's grad_output (see NodeHooks for the order)."""
-        key = (node, grad_inputs)
-        entries = self._by_node.get(key)
-        if entries is None:
-            entries = self._by_node[key] = []
-            self._hooks.add(node, grad_inputs, _Arrival(self, key), output_side=output_side)
-        entries.append((slot, position))
+        for arrival in self._arrivals:
+            if arrival.node is node and arrival.post == grad_inputs:
+                arrival.entries += (_pair(slot, position),)
+                return
+        arrival = _Arrival(self, node, grad_inputs, (_pair(slot, position),))
+        self._arrivals += (arrival,)
+        self._hooks.add(node, grad_inputs, arrival, output_side=output_side)
+
+    def _slots(self) -> list:
+        grads = self.grads
+        if grads is None:
+            grads = self.grads = [None] * self._n_slots
+        return grads
 
     def preset(self, slot: int, grad) -> None:
         """Slot `slot` starts from `grad`, known before the backward runs (a root's seed)."""
-        self.grads[slot] = grad if self.grads[slot] is None else self.grads[slot] + grad
+        grads = self._slots()
+        grads[slot] = grad if grads[slot] is None else grads[slot] + grad
 
     @property
     def nodes(self) -> list:
-        return [node for node, _ in self._by_node]
+        return [arrival.node for arrival in self._arrivals]
 
     def close(self) -> None:
         """Its backward has ended: a watched node that did not run there (a retained graph
@@ -67,70 +85,101 @@ class GradWatch:
         with _WATCH_LOCK:
             self._finished = True
             self.grads = []
-            self._done = None
+            self._done = self._about = None
 
-    def _arrive(self, key, grads) -> None:
+    def _arrive(self, arrival: _Arrival, grads) -> None:
         with _WATCH_LOCK:
-            entries = self._by_node.get(key)
-            if not entries or self._finished:
+            if self._finished:
                 return  # a later backward over the same nodes has watches of its own
             if self._expected is None:
                 # The running node counts itself: PyTorch says False for the node the
                 # backward starts from (the loss's grad_fn), which does run.
-                self._expected = sum(k == key or torch._C._will_engine_execute_node(k[0]) for k in self._by_node)
-            for slot, position in entries:
+                self._expected = sum(a is arrival or torch._C._will_engine_execute_node(a.node) for a in self._arrivals)
+            gathered = self._slots()
+            for slot, position in arrival.entries:
                 grad = grads[position]
                 if grad is None:
                     continue
-                if self.grads[slot] is not None:
-                    grad = self.grads[slot] + grad  # several consumers of one input
-                self.grads[slot] = grad
+                if gathered[slot] is not None:
+                    grad = gathered[slot] + grad  # several consumers of one input
+                gathered[slot] = grad
             self._seen += 1
             finished = self._finished = self._seen == self._expected
-            grads, done = self.grads, self._done
+            done, about = self._done, self._about
             if finished:
                 # The hooks holding this watch live as long as the graph: let the
                 # gradients and the firing's callback go with the firing, as the engine
                 # lets the gradients go (a backward would otherwise keep every module's
                 # gradients, and each call's state, to its end).
                 self.grads = []
-                self._done = None
+                self._done = self._about = None
         if finished:
-            done(grads, self.nodes)
+            done(about, gathered, self.nodes)
+
+
+# (slot, position) of a watch's entry: one tuple each for the small ones every watch uses.
+_PAIRS = tuple(tuple((slot, position) for position in range(8)) for slot in range(8))
+
+
+def _pair(slot: int, position: int) -> tuple[int, int]:
+    if slot < 8 and position < 8:
+        return _PAIRS[slot][position]
+    return (slot, position)
 
 
 class _Arrival:
-    """What a node hook calls for one GradWatch watching one (node, side)."""
+    """What a node hook calls for one GradWatch watching one (node, side): `entries`, the
+    (slot, position) pairs the gradients arriving there go to."""
 
-    __slots__ = ("watch", "key")
+    __slots__ = ("watch", "node", "post", "entries")
 
-    def __init__(self, watch: GradWatch, key: tuple[Any, bool]) -> None:
-        self.watch, self.key = watch, key
+    def __init__(self, watch: GradWatch, node, post: bool, entries: tuple[tuple[int, int], ...]) -> None:
+        self.watch, self.node, self.post, self.entries = watch, node, post, entries
 
     def __call__(self, grads, *_outputs) -> None:
-        self.watch._arrive(self.key, grads)
+        self.watch._arrive(self, grads)
 
 
 class _NodeHook:
     """The one PyTorch hook hooktui puts on one side of one node. Pre-hook watchers get
     (grad_outputs,); post-hook watchers (grad_inputs, grad_outputs). `first` / `last`
-    (lists, made when needed) are called in that order; then `on_run(node)` (a pre-hook:
+    (tuples: a new one when a watcher comes) are called in that order; then `on_run(node)` (a pre-hook:
     the node is about to run), one callable shared by every node of a backward."""
 
-    __slots__ = ("node", "first", "last", "on_run", "contain")
+    __slots__ = ("node", "first", "last", "on_run", "contain", "hooks_ref", "hook_id")
 
     def __init__(self, node, contain) -> None:
         self.node = node
-        self.first: list[Callable] | None = None
-        self.last: list[Callable] | None = None
+        self.first: tuple[Callable, ...] = ()
+        self.last: tuple[Callable, ...] = ()
         self.on_run: Callable | tuple | None = None
         self.contain = contain
+        # What takes it off the node again (`NodeHooks.remove`): a weak reference to the
+        # node's dict of hooks and its key there (None: its handle is in `handles`).
+        self.hooks_ref: Any = None
+        self.hook_id: int = 0
+
+    def hold(self, handle) -> bool:
+        """Keep what removing `handle`'s hook needs, not the handle: a RemovableHandle is an
+        object and its __dict__ (~0.1 KB), held as long as the graph, a few a module call.
+        False for a handle that does more than delete its key from one dict."""
+        ref, hook_id = getattr(handle, "hooks_dict_ref", None), getattr(handle, "id", None)
+        if ref is None or type(hook_id) is not int or getattr(handle, "extra_dict_ref", ()):
+            return False
+        self.hooks_ref, self.hook_id = ref, hook_id
+        return True
+
+    def remove(self) -> None:
+        """As RemovableHandle.remove."""
+        hooks = None if self.hooks_ref is None else self.hooks_ref()
+        if hooks is not None and self.hook_id in hooks:
+            del hooks[self.hook_id]
 
     def __call__(self, *grads) -> None:
         first, last, on_run = self.first, self.last, self.on_run
         for callbacks in (first, last):
             if callbacks:
-                for callback in list(callbacks):
+                for callback in callbacks:  # a tuple: one added meanwhile waits for the next run
                     self._run("its autograd node hook", callback, *grads)
         if on_run is not None:
             for callback in on_run if type(on_run) is tuple else (on_run,):
@@ -162,32 +211,34 @@ class NodeHooks:
     every watcher of that node."""
 
     def __init__(self, contain=None) -> None:
-        self._hooks: dict[tuple[Any, bool], _NodeHook] = {}
+        # node -> its hook, one dict per side (no (node, side) key tuple a hook).
+        self._pre: dict[Any, _NodeHook] = {}
+        self._post: dict[Any, _NodeHook] = {}
+        # Handles of hooks put on nodes besides these (and of any of these whose handle
+        # `_NodeHook.hold` could not take apart).
         self.handles: list = []
         # The tracer's Containment (contain.py): a watcher that fails never reaches autograd.
         self._contain = contain
 
     def has(self, node, post: bool) -> bool:
-        return (node, post) in self._hooks
+        return node in (self._post if post else self._pre)
 
     def _hook(self, node, post: bool) -> _NodeHook:
-        key = (node, post)
-        hook = self._hooks.get(key)
+        hooks = self._post if post else self._pre
+        hook = hooks.get(node)
         if hook is None:
-            hook = self._hooks[key] = _NodeHook(node, self._contain)
-            self.handles.append(node.register_hook(hook) if post else node.register_prehook(hook))
+            hook = hooks[node] = _NodeHook(node, self._contain)
+            handle = node.register_hook(hook) if post else node.register_prehook(hook)
+            if not hook.hold(handle):
+                self.handles.append(handle)
         return hook
 
     def add(self, node, post: bool, callback: Callable, output_side: bool = False) -> None:
         hook = self._hook(node, post)
         if output_side or not post:
-            if hook.last is None:
-                hook.last = []
-            hook.last.insert(0, callback)
+            hook.last = (callback, *hook.last)
         else:
-            if hook.first is None:
-                hook.first = []
-            hook.first.append(callback)
+            hook.first = (*hook.first, callback)
 
     def on_run(self, node, callback: Callable) -> None:
         """`callback(node)` when `node` is about to run (its pre-hook), after its watchers.
@@ -200,7 +251,10 @@ class NodeHooks:
             hook.on_run = (*(current if type(current) is tuple else (current,)), callback)
 
     def remove(self) -> None:
+        for hooks in (self._pre, self._post):
+            for hook in hooks.values():
+                hook.remove()
+            hooks.clear()
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-        self._hooks.clear()

@@ -19,6 +19,7 @@ untouched, so in-place ops on outputs keep working.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,11 @@ from torch.autograd.graph import get_gradient_edge
 
 from ..autograd.nodes import seq_of
 from .naming import indexed, named_tensors
+from .shared_values import Kept
+
+# An output's (shape, dtype, device), one copy of each (shared_values.py): a call whose
+# outputs need grad keeps it until its backward.
+_shared_like = Kept()
 
 
 @dataclass(slots=True)
@@ -67,7 +73,7 @@ class OutputSlot:
         return torch.zeros(shape, dtype=dtype, device=device)
 
 
-def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, int]]) -> tuple[Any, list[OutputSlot], bool]:
+def output_slots(output: Any, seq_start: int, input_edges: Mapping[int, tuple[Any, int]]) -> tuple[Any, tuple[OutputSlot, ...], bool]:
     """(output to return, slots, PyTorch's hook would fire for this output).
 
     `input_edges`: arg index -> gradient edge of each positional input needing grad.
@@ -79,7 +85,7 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
     elif isinstance(output, tuple):
         items, is_tuple = list(output), True
     else:
-        return output, _extras(output, "output", "a dict/list/object output: PyTorch's full hooks never fire for it"), False
+        return output, tuple(_extras(output, "output", "a dict/list/object output: PyTorch's full hooks never fire for it")), False
 
     slots: list[OutputSlot] = []
     extras: list[OutputSlot] = []
@@ -112,7 +118,7 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
                     before_hooks=passthrough is not None or bool(item._backward_hooks),
                     inner_hooks=passthrough is None and bool(item._backward_hooks),
                     passthrough=passthrough,
-                    like=(item.shape, item.dtype, item.device),
+                    like=_shared_like((item.shape, item.dtype, item.device)),
                     ref=_weak(item) if is_tuple else None,
                 )
             )
@@ -127,7 +133,7 @@ def output_slots(output: Any, seq_start: int, input_edges: dict[int, tuple[Any, 
                 slots.append(OutputSlot(name, target, missing=f"{target} is not a tensor ({type(item).__name__})"))
     if changed:
         output = (_rebuild(output, items) if is_tuple else items[0])
-    return output, slots + extras, fires
+    return output, (*slots, *extras), fires
 
 
 def _edge(tensor: torch.Tensor) -> tuple[Any, int]:

@@ -27,6 +27,9 @@ class LegacyHooks:
     def __init__(self, tracer: LegacyHost, record: bool = True) -> None:
         self.tracer = tracer
         self.record = record
+        # The hook of a firing counted only: one bound method for every call (it lives as
+        # long as the autograd graph: a closure a call would cost ~0.2 KB each).
+        self._count = self._counted
 
     def watch(self, call, outputs: list[tuple[str, torch.Tensor]]) -> None:
         first = outputs[0][1] if outputs else None
@@ -34,15 +37,19 @@ class LegacyHooks:
             return
         node = first.grad_fn
         if not self.record:  # counted only: its number is taken, nothing is built
-            self.tracer.node_hooks.add(node, True, lambda gi, go: self.tracer.next_index("legacy_backward"))
+            self.tracer.node_hooks.add(node, True, self._count)
             return
         labels = tuple(label_next_functions(node, self.tracer.param_names, _input_edge_names(call)))
-        # The inputs' torch.Size objects themselves (the call keeps them): no copy per call.
-        input_shapes = tuple(meta.shape for _, meta in sorted(call.inputs.items()))
-        self.tracer.node_hooks.add(node, True, _LegacyFiring(self, call, node, labels, input_shapes))
+        self.tracer.node_hooks.add(node, True, _LegacyFiring(self, call, node, labels))
 
-    def _fire(self, call, node, labels: tuple[str, ...], input_shapes: tuple, grad_inputs, grad_outputs) -> None:
+    def _counted(self, _grad_inputs, _grad_outputs) -> None:
+        self.tracer.next_index("legacy_backward")
+
+    def _fire(self, call, node, labels: tuple[str, ...], grad_inputs, grad_outputs) -> None:
         tracer = self.tracer
+        # The tensor arguments' shapes, read from the call's metadata as it fires (the hook
+        # holds the call anyway: no tuple of its own kept a call for this).
+        input_shapes = tuple(meta.shape for meta in call.inputs if meta is not None)
         tensors, live = [], {}
         for k, grad in enumerate(grad_inputs):
             name = indexed("grad_input", k)
@@ -73,13 +80,13 @@ class _LegacyFiring:
     """The legacy hook of one call, on its output's node (a slotted callable: it lives as
     long as the autograd graph, a closure would cost several times its size)."""
 
-    __slots__ = ("hooks", "call", "node", "labels", "input_shapes")
+    __slots__ = ("hooks", "call", "node", "labels")
 
-    def __init__(self, hooks: LegacyHooks, call, node, labels: tuple[str, ...], input_shapes: tuple) -> None:
-        self.hooks, self.call, self.node, self.labels, self.input_shapes = hooks, call, node, labels, input_shapes
+    def __init__(self, hooks: LegacyHooks, call, node, labels: tuple[str, ...]) -> None:
+        self.hooks, self.call, self.node, self.labels = hooks, call, node, labels
 
     def __call__(self, grad_inputs, grad_outputs) -> None:
-        self.hooks._fire(self.call, self.node, self.labels, self.input_shapes, grad_inputs, grad_outputs)
+        self.hooks._fire(self.call, self.node, self.labels, grad_inputs, grad_outputs)
 
 
 _VERDICTS: dict[str, list[str]] = {}

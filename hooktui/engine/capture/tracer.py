@@ -50,7 +50,7 @@ import itertools
 import sys
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -78,6 +78,7 @@ from .naming import call_tensors, indexed, named_tensors
 from .node_steps import NodeSteps
 from .param_grads import ParamGradHooks
 from .pipeline_grads import Pipeline
+from .shared_values import NOTHING, Kept
 from .source import caller_location, definition_location
 
 
@@ -104,9 +105,18 @@ class InputMeta(NamedTuple):
     requires_grad: bool
 
 
+# A call's inputs' metadata, one copy of each equal tuple (shared_values.py).
+_shared_inputs = Kept()
+
+
 @dataclass(slots=True)
 class _Call:
-    """One call of one module, from its forward pre-hook to its last backward firing."""
+    """One call of one module, from its forward pre-hook to its last backward firing.
+
+    Held from the forward to the backward by every call whose outputs need grad: what sets
+    the run's peak of live objects on a model of many small modules. So it holds no empty
+    container of its own (`NOTHING` and `()` are shared; a writer builds its own dict) and
+    shares its equal immutable values with other calls (shared_values.py)."""
 
     module: nn.Module
     name: str
@@ -114,21 +124,23 @@ class _Call:
     index: int
     source: SourceLocation | None
     n_args: int
-    inputs: dict[int, InputMeta] = field(default_factory=dict)
+    # By arg index: a positional tensor argument's metadata, None for any other argument.
+    inputs: tuple[InputMeta | None, ...] = ()
     # Inputs that require grad: arg index -> their gradient edge (node, output_nr) before the call.
-    input_edges: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    input_edges: Mapping[int, tuple[Any, int]] = NOTHING
     # The same tensor passed again: arg index -> index of its first occurrence.
-    duplicates: dict[int, int] = field(default_factory=dict)
-    # Tensor hooks on each input needing grad when the call starts (arg index -> count), and
-    # the inputs the module put a hook on inside forward (`x.register_hook(...)`).
-    input_hook_counts: dict[int, int] = field(default_factory=dict)
+    duplicates: Mapping[int, int] = NOTHING
+    # Tensor hooks on an input needing grad when the call starts (arg index -> count; only
+    # inputs that had some), and the inputs the module put a hook on inside forward
+    # (`x.register_hook(...)`).
+    input_hook_counts: Mapping[int, int] = NOTHING
     hooked_inputs: tuple[int, ...] = ()
     # Tensors needing grad nested in a positional argument ("args[0][0]"), when no
     # top-level one does.
     nested_inputs: tuple[str, ...] = ()
     seq_start: int = 0
     seq_end: int = 0
-    slots: list[OutputSlot] = field(default_factory=list)
+    slots: tuple[OutputSlot, ...] = ()
     # Whether PyTorch's own full hooks would fire for this call (a tensor or tuple output).
     pytorch_fires: bool = True
     forward_index: int | None = None
@@ -148,7 +160,11 @@ class _Call:
 
 @dataclass(slots=True)
 class _Pass:
-    """One call's backward firings in one backward pass."""
+    """One call's backward firings in one backward pass.
+
+    One for every call the backward reaches, all made as it starts (the run's peak of
+    live objects): the rare entries below are the shared `()` / `NOTHING` until one is
+    added (`note_merged`, `set_after_hooks`, ...), which builds the pass's own."""
 
     call: _Call
     note: str | None
@@ -156,16 +172,21 @@ class _Pass:
     pending_inputs: tuple | None = None
     inputs_watched: bool = False
     # Slots of an input returned unchanged that several later nodes consume.
-    merged_uses: list[str] = field(default_factory=list)
+    merged_uses: tuple[str, ...] = ()
     # Slot -> its gradient after the tensor hooks the module put on that output.
-    after_hooks: dict[int, Any] = field(default_factory=dict)
+    after_hooks: dict[int, Any] = NOTHING
     # Inputs the module hooked inside forward whose grad_input is before those hooks.
-    before_input_hooks: list[int] = field(default_factory=list)
+    before_input_hooks: tuple[int, ...] = ()
     # Reached only by the zeros an input wrapper passes on (_zeros_upstream): its nodes never run.
     zeros: bool = False
     # Slots whose uses inside the call were told from those after it by sequence number
     # alone, in a run where modules were also called on worker threads.
-    by_number: list[str] = field(default_factory=list)
+    by_number: tuple[str, ...] = ()
+
+    def set_after_hooks(self, slot: int, grad) -> None:
+        if self.after_hooks is NOTHING:
+            self.after_hooks = {}
+        self.after_hooks[slot] = grad
 
 
 @dataclass(slots=True)
@@ -252,7 +273,8 @@ class Tracer:
         self._node_hooks = NodeHooks(self.contain)
         # (thread, id(module)) -> its calls under way: a module's pre- and post-hooks run on
         # the thread that calls it, and modules may run on several threads at once.
-        self._stacks: dict[tuple[int, int], list[_Call]] = defaultdict(list)
+        # (An entry only while a call of the module is under way.)
+        self._stacks: dict[tuple[int, int], list[_Call]] = {}
         # (thread, id(module)) of the calls whose forward returned, until the hook that
         # also runs when forward raises (`_raised_hook`) has seen them.
         self._returned: set[tuple[int, int]] = set()
@@ -279,6 +301,10 @@ class Tracer:
         self._scripted_notes: dict[str, list[str]] = {}
         # Every firing's number (firing.py: plain, or N.k for node firings).
         self._numbers = firing.Counter()
+        # What every call's gradient watches call back (node_hooks.GradWatch): one bound
+        # method each for the whole run, not a closure a watch.
+        self._outputs_arrived = self._grad_outputs_arrived
+        self._inputs_arrived = self._on_grad_input
 
     # -- install / remove --------------------------------------------------------
     def install(self) -> None:
@@ -384,6 +410,8 @@ class Tracer:
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict):
         name, type_name = self._module_facts[id(module)]
         thread = threading.get_ident()
+        if thread == self._placement.home:
+            thread = self._placement.home  # one int object, not one a call
         call = _Call(
             module=module,
             name=name,
@@ -391,12 +419,18 @@ class Tracer:
             index=self._counts[name],
             source=caller_location() or definition_location(type(module)),
             n_args=len(args),
-            inputs={i: InputMeta(layouts.shape_of(a) if a.is_nested else a.shape, a.dtype, a.device, a.requires_grad)
-                    for i, a in enumerate(args) if isinstance(a, torch.Tensor)},
+            inputs=_shared_inputs(tuple(
+                InputMeta(layouts.shape_of(a) if a.is_nested else a.shape, a.dtype, a.device, a.requires_grad)
+                if isinstance(a, torch.Tensor) else None for a in args)),
             thread=thread,
         )
         self._counts[name] += 1
-        self._stacks[(thread, id(module))].append(call)
+        key = (thread, id(module))
+        stack = self._stacks.get(key)
+        if stack is None:
+            self._stacks[key] = [call]
+        else:
+            stack.append(call)
 
         tensors = call_tensors(args, kwargs)
         records = self._describe_all(tensors)
@@ -405,6 +439,7 @@ class Tracer:
 
         if not torch.is_grad_enabled():
             return None
+        edges = None  # the call's own dict, once an input needs grad
         for i, arg in enumerate(args):
             if isinstance(arg, torch.Tensor) and arg.requires_grad:
                 edge = _edge(arg)
@@ -416,10 +451,18 @@ class Tracer:
                 if first is not None:
                     # Node hooks cannot tell the uses of one tensor apart: its whole
                     # gradient through this call goes to the first occurrence.
+                    if call.duplicates is NOTHING:
+                        call.duplicates = {}
                     call.duplicates[i] = first
                     continue
-                call.input_edges[i] = edge
-                call.input_hook_counts[i] = _hook_count(arg)
+                if edges is None:
+                    edges = call.input_edges = {}
+                edges[i] = edge
+                hooks = _hook_count(arg)
+                if hooks:
+                    if call.input_hook_counts is NOTHING:
+                        call.input_hook_counts = {}
+                    call.input_hook_counts[i] = hooks
         if not call.input_edges:
             # Tensors needing grad inside an argument (a PackedSequence, a tuple): PyTorch's
             # hook sees only top-level tensors, so for it no input requires grad.
@@ -439,6 +482,8 @@ class Tracer:
         if not stack:
             return
         call = stack.pop()
+        if not stack:
+            del self._stacks[key]  # a module's list only while a call of it is under way
         # The exception reaches the innermost call first: the call it was raised in (a
         # model may catch it and go on, so it is kept with the exception it belongs to).
         exc = sys.exc_info()[1]
@@ -456,8 +501,11 @@ class Tracer:
         if not stack:
             return None
         call = stack.pop()
-        if call.input_hook_counts:
-            call.hooked_inputs = tuple(i for i, n in call.input_hook_counts.items() if _hook_count(args[i]) > n)
+        if not stack:
+            del self._stacks[key]  # a module's list only while a call of it is under way
+        if call.input_edges:
+            counts = call.input_hook_counts
+            call.hooked_inputs = tuple(i for i in call.input_edges if _hook_count(args[i]) > counts.get(i, 0))
 
         if isinstance(output, torch.Tensor):
             outputs = [("output", output)]
@@ -600,7 +648,7 @@ class Tracer:
         call = state.call
         inside = self._placement.inside
         watches = self._backwards[-1].watches
-        outputs = GradWatch(len(call.slots), lambda grads, _nodes, s=state: self._on_grad_output(s, grads), self._node_hooks)
+        outputs = GradWatch(len(call.slots), self._outputs_arrived, state, self._node_hooks)
         watches.append(outputs)
         early = tuple_wrapper.early_slots(call.slots, seen, skipped)
         for k, slot in enumerate(call.slots):
@@ -613,14 +661,14 @@ class Tracer:
             if self._placement.foreign and call.own is None and len(callers) < len(users) and slot.name not in state.by_number:
                 # Worker threads number their nodes from counters of their own: one made
                 # there outside any module call can look made inside this call.
-                state.by_number.append(slot.name)
+                state.by_number += (slot.name,)
             if not slot.before_hooks and len(callers) == len(users) and k not in early:
                 outputs.watch(node, k, nr)  # pre-hook: every use outside, after tensor hooks
                 continue
             # Also used inside the call (or by a node a create_graph backward built from a
             # tensor saved inside it, never the returned one): only the caller's uses.
             if slot.passthrough is not None and len(callers) > 1:
-                state.merged_uses.append(slot.name)
+                state.merged_uses += (slot.name,)
             for consumer, position in callers:
                 outputs.watch(consumer, k, position, grad_inputs=True, output_side=True)
             seed = self._backwards[-1].seeds.get((id(node), nr)) if k in early and not users else None
@@ -630,10 +678,12 @@ class Tracer:
                 outputs.watch(node, k, nr)  # a root of this backward: its grad is the seed
             if slot.inner_hooks:
                 # What arrives at the node after the module's own hooks on this output.
-                self._node_hooks.add(node, False, lambda grads, k=k, nr=nr, s=state: s.after_hooks.__setitem__(k, grads[nr]))
+                self._node_hooks.add(node, False, lambda grads, k=k, nr=nr, s=state: s.set_after_hooks(k, grads[nr]))
         if not outputs.nodes:
             return False  # no output of this call reaches this backward
-        inputs = GradWatch(call.n_args, lambda grads, ns, s=state: self._on_grad_input(s, grads, ns), self._node_hooks)
+        if not call.input_edges:
+            return True  # no input needs grad: nothing to watch there (inputs_watched stays False)
+        inputs = GradWatch(call.n_args, self._inputs_arrived, state, self._node_hooks)
         watches.append(inputs)
         for i, (node, nr) in call.input_edges.items():
             users = consumers.get((id(node), nr), [])
@@ -645,7 +695,7 @@ class Tracer:
                 if users and all(inside(c, call) for c, _ in users):
                     inputs.watch(node, i, nr)
                     continue
-                state.before_input_hooks.append(i)
+                state.before_input_hooks += (i,)
             for consumer, position in users:
                 if inside(consumer, call):
                     inputs.watch(consumer, i, position, grad_inputs=True)
@@ -675,6 +725,9 @@ class Tracer:
         heapq.heappush(self._backwards[-1].armed, (-key[0], -key[1], next(self._tick), fire))
 
     # -- backward: firings ------------------------------------------------------------
+    def _grad_outputs_arrived(self, state: _Pass, grads: list, _nodes: list) -> None:
+        self._on_grad_output(state, grads)
+
     def _on_grad_output(self, state: _Pass, grads: list) -> None:
         grads = list(grads)
         self._arm(state.call.out_key, lambda: self._fire_grad_output(state, grads))
@@ -708,7 +761,7 @@ class Tracer:
         self.fire_call(call, "backward_pre", tensors, live, node=call.output_node, notes=self._notes(state),
                        scope={"grad_output": tuple(None if s.missing else g for s, g in zip(call.slots, grads))})
         state.grad_outputs = list(grads)
-        state.after_hooks.clear()
+        state.after_hooks = NOTHING
         self._nones_upstream(call, grads)
         if _is_compiled_wrapper(call.module):
             return  # PyTorch never fires the full backward hook of torch.compile's wrapper
@@ -751,7 +804,7 @@ class Tracer:
         unreached_inputs = []
         for i in range(call.n_args):
             name, target = indexed("grad_input", i), indexed("args", i)
-            meta = call.inputs.get(i)
+            meta = call.inputs[i] if i < len(call.inputs) else None
             grad = grads[i] if i < len(grads) else None
             if meta is None:
                 tensors.append(stats.missing(name, "not a tensor argument", target=target))

@@ -64,7 +64,7 @@ def reach(start: list, stop: set[int]) -> set[int]:
     return region
 
 
-def early_slots(slots: list[OutputSlot], seen: set[int], skipped: tuple[int, ...]) -> set[int]:
+def early_slots(slots: tuple[OutputSlot, ...], seen: set[int], skipped: tuple[int, ...]) -> set[int]:
     """Slots of a tuple output whose gradient is taken from the uses after the call (their
     post-hooks) rather than at the node that made them.
 
