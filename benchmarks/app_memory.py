@@ -81,8 +81,17 @@ class Terminal:
             self.output += data
 
     def wait_for(self, pattern: bytes, timeout: float) -> None:
+        """Until `pattern` is in what the app wrote: every byte read, once. (Only the last
+        20,000 were searched: "paused" is written once, in the first frame, with ~31 KB after
+        it, and a check starved of the CPU missed it for good; a test hung on it in CI.)"""
         deadline = time.monotonic() + timeout
-        while not re.search(pattern, bytes(self.output[-20000:])):
+        searched = 0
+        while True:
+            output = bytes(self.output)
+            searched = min(searched, len(output))  # the output was cleared meanwhile
+            if re.search(pattern, output[max(0, searched - len(pattern)):]):
+                return
+            searched = len(output)
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"no {pattern!r} on the app's screen")
             time.sleep(0.05)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 CASE = re.compile(r"^(?P<case>\S+)\s+(?P<ratio>-?\d+\.\d\d)(?P<unit>x|KB)\s+last\s+(?P<last>-|-?\d+\.\d\d(x|KB))")
 
@@ -38,3 +40,25 @@ def test_recorded_ratios_say_where_they_were_measured():
     recorded = json.loads((ROOT / "benchmarks" / "recorded.json").read_text())
     assert {"date", "commit", "machine", "ratios"} <= set(recorded)
     assert "mlp/record_vs_plain" in recorded["ratios"]
+
+
+def test_the_app_benchmark_finds_a_word_the_app_wrote_once_long_before_it_looks():
+    """app_memory.py waits for "paused" on the app's screen. It is written once, in the
+    first frame, with ~31 KB after it; a check that looked at the last 20,000 bytes only,
+    starved of the CPU until the rest came, never found it (make test hung on it once)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import app_memory
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+    class Running:
+        def poll(self):
+            return None
+
+    terminal = object.__new__(app_memory.Terminal)
+    terminal.process = Running()
+    terminal.output = bytearray(b"\x1b[1;1H paused " + b"\x1b[0m x" * 6000)
+    terminal.wait_for(rb"paused", timeout=2)  # found, not "no b'paused' on the app's screen"
+    with pytest.raises(RuntimeError, match="no b'finished'"):
+        terminal.wait_for(rb"finished", timeout=0.2)
