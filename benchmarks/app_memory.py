@@ -23,6 +23,7 @@ import fcntl
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -187,7 +188,9 @@ def main() -> None:
             quit_s = time.monotonic() - start
         finally:
             if app.process.poll() is None:
-                app.process.kill()
+                # The whole group: `hooktui open` is a supervisor and the app, and an app left
+                # without its supervisor and its terminal spins on the closed terminal's input.
+                os.killpg(app.process.pid, signal.SIGKILL)
     per = f"{(after - before) * 1024 / firings:.2f} KB/firing" if firings else "?"
     # The run's own gradients: the session keeps each parameter's final .grad for the console
     # after the run (pdb's post-mortem, `grads`), as a bare step leaves .grad on the model.

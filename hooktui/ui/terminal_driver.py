@@ -31,6 +31,11 @@ one, so `q` left the terminal raw (and a second key thread read the keys). Here 
 while the app holds the terminal puts the app's terminal mode and screen back (a shell may
 have reset them while the job was stopped) and redraws, keeping the mode from before the
 app for the exit.
+
+**The terminal gone without a SIGHUP** (its far end closed; the supervising parent killed,
+or no controlling terminal to send one): a thread watches the driver's copy of the terminal
+for a hangup and sends the process the SIGHUP the terminal did not, which ends the app as
+one does. Without it Textual's key thread read end-of-file in a loop for ever.
 """
 
 from __future__ import annotations
@@ -38,8 +43,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
+import signal
 import sys
 import termios
+import threading
 import tty
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -163,6 +171,29 @@ class TerminalDriver(LinuxDriver):
         if self._writer_thread is not writer:  # it started (not put back to sleep by SIGTTOU)
             self._application = True
             self._hold_stdin()
+            if self._own_in is not None:
+                threading.Thread(target=self._watch_for_hangup, args=(self._own_in,), daemon=True,
+                                 name="hooktui hangup watch").start()
+
+    def _watch_for_hangup(self, fd: int) -> None:
+        """The terminal gone with no SIGHUP to say so (its far end closed while the
+        supervising parent was killed, or the app's session has no controlling terminal):
+        Textual's key thread then reads end-of-file in a loop, for ever, at 40% of a core,
+        holding the model and its memory. The app is told as a SIGHUP would tell it."""
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked for: only hangup, error and a closed fd come
+        while self._application:
+            try:
+                events = poller.poll(500)
+            except (OSError, InterruptedError):
+                continue
+            if not events or events[0][1] & select.POLLNVAL:
+                if events:  # the descriptor was closed: the app has ended
+                    return
+                continue
+            if self._application:
+                os.kill(os.getpid(), signal.SIGHUP)
+            return
 
     def write(self, data: str) -> None:
         """Through Textual's writer thread while it runs. Once it has stopped (an app unwound

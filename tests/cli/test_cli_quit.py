@@ -69,3 +69,16 @@ def test_R_restarts_the_run_in_the_same_process_and_q_then_quits():
         after, cooked, _ = app.end(lambda: app.press("q"), within=60)
     assert app.process.returncode == 0
     assert LEAVE_ALT_SCREEN in after and cooked
+
+
+@pytest.mark.parametrize("command", [("open", "sample_models/seed.py")])
+def test_the_terminal_gone_without_a_sighup_ends_the_app(command):
+    """The terminal's far end closed and no SIGHUP sent (the supervising parent SIGKILLed,
+    a session with no controlling terminal, as here): Textual's key thread read end-of-file
+    in a loop, and the app spun at 40% of a core for ever, the model and its memory held."""
+    with PtyApp(*command) as app:
+        app.wait_for(rb"paused", 60)
+        os.close(app.master)
+        app.master = os.open(os.devnull, os.O_RDONLY)  # the reader ends on it; close() closes it
+        app.wait_exit(60)
+    assert app.process.returncode == 128 + signal.SIGHUP
