@@ -3,15 +3,23 @@
 Runs `python -m hooktui open` on a pseudo-terminal (120x40) on the 64-block MLP repeated
 to ~100,000 firings (benchmarks/memory.py's model), presses `c` to run it through to the
 end with every firing recorded, then reads the app process's resident memory (RSS, from
-/proc) and presses `q`, timing how long the process takes to end. The RSS is the
-process's as it is, high-water marks of the run included (no malloc_trim from outside):
-an upper bound of what the app holds per firing. Linux only.
+/proc) and presses `q`, timing how long the process takes to end. Linux only.
+
+Two figures a firing, as the growth of RSS from the pause at the first firing to the run's end:
+- *held*: measured as benchmarks/memory.py measures `record()`, so the two compare: before
+  each reading the app's process collects its garbage and hands freed heap pages back
+  (`gc.collect()` and glibc's `malloc_trim(0)`, run by a thread the benchmark's model file
+  starts: benchmark code, not the app's). What the app holds for its firings.
+- *RSS as it is*: no trim; the run's high-water marks (pages freed but kept by the
+  allocator, which the next run reuses) included: an upper bound, and a noisy one (the
+  baseline moves by +-40 MB from run to run with what the allocator kept at the pause).
 
 The model file runs one bare forward + backward when it is built (as benchmarks/memory.py
 does before its baseline), so the baseline at the first pause already holds what the
-model's own step costs: its gradients (165 MB here) and autograd graph, freed but kept by
-the allocator. `--cold` leaves that step out: the growth then includes the model's own
-step too (~2 KB per firing of it on this model).
+model's own step costs: its gradients (the traced run accumulates into them, as a second
+step of the user's loop would) and its autograd graph, freed but kept by the allocator.
+`--cold` leaves that step out: the growth then includes the model's own step and its final
+.grad too (~2 KB per firing of it on this model).
 
 Run with `.venv/bin/python benchmarks/app_memory.py` (`make bench` does).
 """
@@ -36,8 +44,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MODEL = '''
+import ctypes
+import gc
+import os
+import threading
+import time
+
 import torch
 from torch import nn
+
+TRIM_FOLDER = {folder!r}
+
+
+def _trim_on_request():
+    """Benchmark code, not the app's: when the benchmark asks (a file appears), collect and
+    hand freed heap pages back, as benchmarks/memory.py does before each of its readings."""
+    request, done = os.path.join(TRIM_FOLDER, "trim.request"), os.path.join(TRIM_FOLDER, "trim.done")
+    while True:
+        if os.path.exists(request):
+            gc.collect()
+            try:
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+            except (OSError, AttributeError):
+                pass
+            os.replace(request, done)
+        time.sleep(0.05)
+
+
+if not getattr(torch, "_app_memory_trimmer", False):
+    torch._app_memory_trimmer = True
+    threading.Thread(target=_trim_on_request, daemon=True).start()
 
 def build_model():
     torch.manual_seed(0)
@@ -49,7 +85,6 @@ def build_model():
         # One bare step first, as benchmarks/memory.py does: the model's own gradients and
         # autograd graph are then in the baseline, and what grows is what the app holds.
         model(torch.randn(32, 64)).sum().backward()
-        model.zero_grad(set_to_none=True)
     return model
 
 def example_inputs():
@@ -162,12 +197,13 @@ def main() -> None:
     blocks = max(1, round(args.firings / 644 * 64))
     with tempfile.TemporaryDirectory() as folder:
         model = Path(folder) / "mlp_100k.py"
-        model.write_text(MODEL.format(blocks=blocks, warm=not args.cold))
+        model.write_text(MODEL.format(blocks=blocks, warm=not args.cold, folder=folder))
         app = Terminal(["open", str(model)])
         try:
             app.wait_for(rb"paused", 300)
             time.sleep(1.0)
             before = app.rss_mb()
+            held_before = trimmed_rss_mb(app, Path(folder))
             each_before = app.rss_each()
             start = time.monotonic()
             app.output.clear()
@@ -177,6 +213,7 @@ def main() -> None:
             time.sleep(2.0)  # the last redraws
             after = app.rss_mb()
             each_after = app.rss_each()
+            held_after = trimmed_rss_mb(app, Path(folder))
             # 12 firings a block (legacy ones included, as the app records them), 5 of the root.
             firings = 12 * blocks + 5
             found = re.findall(rb"(\d[\d,]*) forward \+ (\d[\d,]*) backward", bytes(app.output))
@@ -191,19 +228,39 @@ def main() -> None:
                 # The whole group: `hooktui open` is a supervisor and the app, and an app left
                 # without its supervisor and its terminal spins on the closed terminal's input.
                 os.killpg(app.process.pid, signal.SIGKILL)
-    per = f"{(after - before) * 1024 / firings:.2f} KB/firing" if firings else "?"
-    # The run's own gradients: the session keeps each parameter's final .grad for the console
-    # after the run (pdb's post-mortem, `grads`), as a bare step leaves .grad on the model.
-    # They grow with the parameters, not the firings (the warm step's were set to None).
-    grads_mb = blocks * (64 * 64 + 64) * 4 / 2**20
-    rest = f"{(after - before - grads_mb) * 1024 / firings:.2f} KB/firing" if firings else "?"
+
+    def per_firing(mb: float) -> str:
+        return f"{mb * 1024 / firings:.2f} KB/firing" if firings else "?"
+
     print(f"the app, {blocks} x (Linear(64,64)+GELU): {firings} firings run through with c in {ran:.0f} s")
     baseline = "cold: no bare step before it" if args.cold else "after one bare step of the model"
-    print(f"  app RSS paused at the first firing ({baseline}) {before:.0f} MB, after the run {after:.0f} MB ({per}, run's high-water marks included)")
-    print("  each process: " + ", ".join(f"{'supervisor' if pid == app.process.pid else 'app'} "
-                                          f"{each_before.get(pid, 0):.0f} -> {mb:.0f} MB" for pid, mb in each_after.items()))
-    print(f"  of it the run's final .grad the app keeps for the console {grads_mb:.0f} MB; without them {rest}")
+    print(f"  held (collected and trimmed, as memory.py measures record()): paused at the first firing "
+          f"{held_before:.0f} MB, after the run {held_after:.0f} MB ({per_firing(held_after - held_before)})")
+    print(f"  RSS as it is ({baseline}): paused {before:.0f} MB, after the run {after:.0f} MB "
+          f"({per_firing(after - before)}, run's high-water marks included)")
+    print("  each process, as it is: " + ", ".join(f"{'supervisor' if pid == app.process.pid else 'app'} "
+                                                    f"{each_before.get(pid, 0):.0f} -> {mb:.0f} MB" for pid, mb in each_after.items()))
+    # The run's own final .grad: the session keeps them for the console after the run (pdb's
+    # post-mortem, `grads`) and puts the model's own .grad back: as large as the parameters,
+    # whatever the number of firings. (memory.py's record() lets its session go, and them.)
+    grads_mb = blocks * (64 * 64 + 64) * 4 / 2**20
+    print(f"  of it the run's final .grad kept for the console {grads_mb:.0f} MB; without them: held "
+          f"{per_firing(held_after - held_before - grads_mb)}, RSS as it is {per_firing(after - before - grads_mb)}")
     print(f"  q to the end of the process: {quit_s:.2f} s (exit status {app.process.returncode})")
+
+
+def trimmed_rss_mb(app: Terminal, folder: Path, timeout: float = 120) -> float:
+    """The app's RSS once its process has collected and trimmed (the model file's thread)."""
+    done = folder / "trim.done"
+    done.unlink(missing_ok=True)
+    (folder / "trim.request").write_text("")
+    deadline = time.monotonic() + timeout
+    while not done.exists():
+        if app.process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the app's process did not trim")
+        time.sleep(0.05)
+    time.sleep(0.2)
+    return app.rss_mb()
 
 
 if __name__ == "__main__":

@@ -20,12 +20,15 @@ torch thread):
 - ui/n_vs_same_change, ui/N_vs_same_change: the same keys against a bare Textual app whose
   key rewrites as many cells, on as many lines, as a step changes (ui_step.py's fair floor:
   how far hooktui is from Textual's own cost of drawing that much);
-- memory/record_kb, memory/app_kb, memory/app_kb_less_grads: KB of memory a held firing costs
-  (RSS growth over the firings) on the MLP repeated to ~36,000 firings (`--firings`), each in
-  a process of its own: `record()` (memory.py --held-only), and the app on a pseudo-terminal
-  after `c` (app_memory.py), with and without the run's final `.grad` the app keeps for the
-  console (a parameter's worth, not a firing's). Goal: at most 2 KB. About two minutes;
-  `--no-memory` leaves them out.
+- memory/record_kb, memory/app_kb, memory/app_kb_less_grads, memory/app_held_kb_less_grads:
+  KB of memory a held firing costs (growth of the process's resident memory over the run,
+  divided by its firings) on the MLP repeated to ~36,000 firings (`--firings`), each in a
+  process of its own: `record()` (memory.py --held-only: collected and trimmed before each
+  reading), and the app on a pseudo-terminal after `c` (app_memory.py): its RSS as it is (the
+  run's high-water marks included), with and without the run's final `.grad` the app keeps
+  for the console (a parameter's worth, not a firing's), and held as record()'s is measured
+  (collected and trimmed), without that .grad: the figure to set beside memory/record_kb.
+  Goal: at most 2 KB. About two minutes; `--no-memory` leaves them out.
 
 `--smoke`: tiny sizes and one repeat, not compared or recorded (a test runs it to check
 the command works and its output parses).
@@ -60,12 +63,13 @@ from hooktui.engine.run.session import record  # noqa: E402
 RECORDED = ROOT / "benchmarks" / "recorded.json"
 # One line a case: "case  <value><unit>  last <value><unit>  <change>  [WORSE]" (unit "x" for a
 # ratio, "KB" for memory); parsed by tests/test_bench_check.py.
-LINE = "{case:24} {ratio:>7.2f}{unit:<3} last {last:>8}   {change:>7}  {flag}"
+LINE = "{case:30} {ratio:>7.2f}{unit:<3} last {last:>8}   {change:>7}  {flag}"
 # A held firing's memory, as the two scripts print it (KB a firing).
 MEMORY_LINES = {
     "memory/record_kb": ("memory.py", re.compile(r"held after the run .*?\((\d+\.\d+) KB/firing")),
-    "memory/app_kb": ("app_memory.py", re.compile(r"after the run .*?\((\d+\.\d+) KB/firing")),
-    "memory/app_kb_less_grads": ("app_memory.py", re.compile(r"without them (-?\d+\.\d+) KB/firing")),
+    "memory/app_kb": ("app_memory.py", re.compile(r"RSS as it is .*?after the run .*?\((-?\d+\.\d+) KB/firing")),
+    "memory/app_kb_less_grads": ("app_memory.py", re.compile(r"without them: .*RSS as it is (-?\d+\.\d+) KB/firing")),
+    "memory/app_held_kb_less_grads": ("app_memory.py", re.compile(r"without them: held (-?\d+\.\d+) KB/firing")),
 }
 
 
@@ -119,7 +123,7 @@ def memory_kb(firings: int) -> dict[str, float]:
         if done.returncode:
             raise SystemExit(f"benchmarks/{script} failed:\n{done.stdout}{done.stderr}")
         outputs[script] = done.stdout
-        print("  (" + "; ".join(line.strip() for line in done.stdout.splitlines()[:2]) + ")")
+        print("  (" + "; ".join(line.strip() for line in done.stdout.splitlines()[:3]) + ")")
     found = {}
     for case, (script, pattern) in MEMORY_LINES.items():
         match = pattern.search(outputs[script])

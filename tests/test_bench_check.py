@@ -23,7 +23,8 @@ def test_bench_check_prints_a_ratio_for_each_case():
     matches = [m for m in map(CASE.match, lines) if m]
     cases = {m["case"]: float(m["ratio"]) for m in matches}
     assert set(cases) == {"mlp/record_vs_plain", "mlp/record_vs_bare", "mlp/plain_vs_bare",
-                          "memory/record_kb", "memory/app_kb", "memory/app_kb_less_grads"}
+                          "memory/record_kb", "memory/app_kb", "memory/app_kb_less_grads",
+                          "memory/app_held_kb_less_grads"}
     assert {m["case"] for m in matches if m["unit"] == "KB"} == {c for c in cases if c.startswith("memory/")}
     assert all(cases[c] > 0 for c in cases if c.startswith("mlp/"))
     # The app's figure less the parameters' final .grad is the same run's figure, smaller.
