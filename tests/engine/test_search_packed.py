@@ -91,6 +91,26 @@ def test_firings_past_the_columns_vocabulary_are_read_from_their_records(decodes
     assert 0 < len(decodes) <= 3 * len({at // held.CHUNK for at in unknown})
 
 
+def test_firings_of_kinds_past_the_hook_column_s_codes_are_read_from_their_records(decodes):
+    """A store that met 255 other hook kinds first (a trace file's firings can name any) has
+    no byte for the kinds after them: those firings are read, the same positions found."""
+
+    def made() -> list[Event]:
+        odd = [Event(index=at, phase="forward", hook=f"odd_{at}", module="z", module_type="Z", call=0, tensors=[])
+               for at in range(255)]
+        rest = searchable_firings()
+        for event in rest:
+            event.index += 255
+        return odd + rest
+
+    store, plain = packed(made()), made()
+    assert store.hook_at(300) == plain[300].hook and store._hooks[300] == 255
+    for query in ("kind:backward_pre", "phase:bwd a", "nan", "z", "z tensor:output", "kind:forward* tensor:output"):
+        for hidden in (set(), {"legacy_backward"}):
+            assert parse_search(query).positions(store, hidden=hidden) == _expected(plain, query, hidden), query
+    assert decodes  # read, not guessed
+
+
 def test_a_store_packed_while_a_live_run_goes_on_finds_what_the_run_s_records_say(monkeypatch):
     """The app's history (packs_at_run_end=False) filled by a Session as it runs, NaN made by
     the model: the flags packed from the live records' summaries, as `Search.matches` reads
