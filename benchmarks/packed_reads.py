@@ -18,7 +18,8 @@ Prints:
   firings a save then writes, the Hooks screen's hit counts (`H`) and the model's hooks a
   recorded trace lists (RecordedSource.user_hooks, app.py on mount), and the first scan of
   each of a few `/` searches (ui/search.py Matches: every match found, as `/` + enter and
-  `L` make the app find them).
+  `L` make the app find them); a few of them also on the history as the run left it, before
+  it is packed whole (the last firings, summaries pending, held as records: what the app has).
 
 Run against another tree (`--tree /path/to/checkout`: its `hooktui` is imported instead)
 to compare: the script reads what that tree's app reads for each request.
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # and a module, a tensor name, a glob with both, the NaN word (no firing holds one here).
 SEARCHES = ("123", "kind:backward_pre", "phase:bwd 17", "tensor:grad_input", "kind:backward* tensor:grad_output[0] 1?3",
             "nan")
+SEARCHES_AS_LEFT = ("kind:backward_pre", "tensor:grad_input", "nan")
 
 
 def main() -> None:
@@ -106,6 +108,11 @@ def main() -> None:
     held.HeldEvents._pack_chunk = pack_chunk
     events = history.events
     live = len(packing) * held.CHUNK
+    # The `/` search on the history as the run leaves it in the app (its last firings, whose
+    # summaries are pending, held as records): the first scan (NaN counts taken then) and the best.
+    not_packed = len(events) - events.packed
+    as_left = {query: _timings(lambda query=query: len(Matches(parse_search(query), history)), events, args.repeat)
+               for query in SEARCHES_AS_LEFT}
     events.pack()  # the rest too (computes the pending summaries): every read below unpacks
     load = os.getloadavg()[0]
     print(f"tree {args.tree} ({hooktui.__file__})")
@@ -171,14 +178,24 @@ def main() -> None:
     for query in SEARCHES:
         requests[f"search /{query}"] = first_scan(query)
     for name, request in requests.items():
-        times = []
-        for _ in range(args.repeat):
-            events._cache.clear()
-            gc.collect()  # the lists an earlier request made, not counted in this one
-            start = time.perf_counter()
-            result = request()
-            times.append(time.perf_counter() - start)
+        times, result = _timings(request, events, args.repeat)
         print(f"{name:48s} {min(times) * 1e3:9.2f} ms best of {args.repeat} (result {result})")
+    for query, (times, result) in as_left.items():
+        print(f"search /{query}, as the run left the history ({not_packed} firings not packed): "
+              f"{times[0] * 1e3:.2f} ms the first, {min(times) * 1e3:.2f} ms best of {args.repeat} (result {result})")
+
+
+def _timings(request, events, repeat: int) -> tuple[list[float], object]:
+    """Seconds of each of `repeat` calls of `request`, the store's decoded chunks dropped and a
+    collection made before each (the lists an earlier request made, not counted in this one)."""
+    times = []
+    for _ in range(repeat):
+        events._cache.clear()
+        gc.collect()
+        start = time.perf_counter()
+        result = request()
+        times.append(time.perf_counter() - start)
+    return times, result
 
 
 def layout_against(other: Path) -> None:

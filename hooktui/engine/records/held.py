@@ -437,7 +437,9 @@ class HeldEvents(Sequence):
                     found.append(at)
                 elif ok is None:
                     undecided.append(at)
-            read = [(at, self[at]) for at in undecided]  # the tail's records, or a chunk decoded
+            tail = self._tail
+            # The tail's records, or (a code past a column's) a chunk decoded.
+            read = [(at, tail[at - packed] if at >= packed else self[at]) for at in undecided]
         if read:  # out of the lock: a live record's test may compute its NaN counts
             found.extend(at for at, event in read if record(event))
             found.sort()
