@@ -16,7 +16,10 @@ Prints:
   the timeline's filter `&` (Timeline._scan over every firing, legacy ones hidden), the
   overview's rows (`w`: CallRows.extend), the save prompt (`s`: the count it shows) and the
   firings a save then writes, the Hooks screen's hit counts (`H`) and the model's hooks a
-  recorded trace lists (RecordedSource.user_hooks, app.py on mount).
+  recorded trace lists (RecordedSource.user_hooks, app.py on mount), and the first scan of
+  each of a few `/` searches (ui/search.py Matches: every match found, as `/` + enter and
+  `L` make the app find them); a few of them also on the history as the run left it, before
+  it is packed whole (the last firings, summaries pending, held as records: what the app has).
 
 Run against another tree (`--tree /path/to/checkout`: its `hooktui` is imported instead)
 to compare: the script reads what that tree's app reads for each request.
@@ -41,6 +44,11 @@ from array import array
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The `/` searches timed (the modules are named 0 .. 5961): a module word, a kind, a phase
+# and a module, a tensor name, a glob with both, the NaN word (no firing holds one here).
+SEARCHES = ("123", "kind:backward_pre", "phase:bwd 17", "tensor:grad_input", "kind:backward* tensor:grad_output[0] 1?3",
+            "nan")
+SEARCHES_AS_LEFT = ("kind:backward_pre", "tensor:grad_input", "nan")
 
 
 def main() -> None:
@@ -62,10 +70,12 @@ def main() -> None:
     from models import mlp_blocks
 
     from hooktui.engine.analysis.flow import CallRows
+    from hooktui.engine.analysis.search import parse_search
     from hooktui.engine.records import held, stats_bytes
     from hooktui.engine.records.records import TensorStats
     from hooktui.engine.run.session import Session
     from hooktui.ui.history import History
+    from hooktui.ui.search import Matches
     from hooktui.ui.screens.user_hooks import hit_counts
     from hooktui.ui.sources import RecordedSource
     from hooktui.ui.widgets.timeline import Timeline
@@ -98,14 +108,21 @@ def main() -> None:
     held.HeldEvents._pack_chunk = pack_chunk
     events = history.events
     live = len(packing) * held.CHUNK
+    # The `/` search on the history as the run leaves it in the app (its last firings, whose
+    # summaries are pending, held as records): the first scan (NaN counts taken then) and the best.
+    not_packed = len(events) - events.packed
+    as_left = {query: _timings(lambda query=query: len(Matches(parse_search(query), history)), events, args.repeat)
+               for query in SEARCHES_AS_LEFT}
     events.pack()  # the rest too (computes the pending summaries): every read below unpacks
     load = os.getloadavg()[0]
     print(f"tree {args.tree} ({hooktui.__file__})")
     print(f"{len(events)} firings ({events.packed} packed; {live} of them while the run went on), "
           f"run {ran:.1f} s, load {load:.1f}")
-    columns = [getattr(events, name, None) for name in ("_hooks", "_phases", "_modules", "_calls", "_user_hooks")]
+    names = ("_hooks", "_phases", "_modules", "_calls", "_user_hooks", "_nonfinite", "_names")
+    columns = [getattr(events, name, None) for name in names]
     column_bytes = sum(len(c) * getattr(c, "itemsize", 1 if isinstance(c, bytearray) else 8) for c in columns if c is not None)
-    print(f"the store's columns (hook, phase, module, call, user-hook positions): {column_bytes / len(events):.1f} bytes a firing")
+    print(f"the store's columns (hook, phase, module, call, user-hook positions, NaN/Inf flags, tensor names): "
+          f"{column_bytes / len(events):.1f} bytes a firing")
     if packing:
         print(f"live packing: {statistics.median(packing) * 1e3:.3f} ms a chunk median, "
               f"{sum(packing) / live * 1e6:.1f} us a firing on average ({len(packing)} chunks)")
@@ -153,15 +170,32 @@ def main() -> None:
         "Hooks screen `H`: hit counts": lambda: sum(hit_counts(events).values()),
         "a recorded trace's hooks (app.py on mount)": lambda: len(recorded.user_hooks(events)),
     }
+
+    def first_scan(query: str):
+        # What `/` + enter (and `L`, which rescans) makes the app find: every match counted.
+        return lambda: len(Matches(parse_search(query), history))
+
+    for query in SEARCHES:
+        requests[f"search /{query}"] = first_scan(query)
     for name, request in requests.items():
-        times = []
-        for _ in range(args.repeat):
-            events._cache.clear()
-            gc.collect()  # the lists an earlier request made, not counted in this one
-            start = time.perf_counter()
-            result = request()
-            times.append(time.perf_counter() - start)
+        times, result = _timings(request, events, args.repeat)
         print(f"{name:48s} {min(times) * 1e3:9.2f} ms best of {args.repeat} (result {result})")
+    for query, (times, result) in as_left.items():
+        print(f"search /{query}, as the run left the history ({not_packed} firings not packed): "
+              f"{times[0] * 1e3:.2f} ms the first, {min(times) * 1e3:.2f} ms best of {args.repeat} (result {result})")
+
+
+def _timings(request, events, repeat: int) -> tuple[list[float], object]:
+    """Seconds of each of `repeat` calls of `request`, the store's decoded chunks dropped and a
+    collection made before each (the lists an earlier request made, not counted in this one)."""
+    times = []
+    for _ in range(repeat):
+        events._cache.clear()
+        gc.collect()
+        start = time.perf_counter()
+        result = request()
+        times.append(time.perf_counter() - start)
+    return times, result
 
 
 def layout_against(other: Path) -> None:

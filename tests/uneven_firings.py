@@ -1,7 +1,9 @@
 """A run's worth of firings that make a history uneven (tests of reads of a packed history:
 tests/engine/test_held_reads.py, tests/ui/test_ui_packed_reads.py): legacy firings (hidden
 in the app), sub-numbered node firings, forward firings in the backward (a checkpoint's
-recompute), the model's own hooks, a call a column cannot hold, a failed run's `error`."""
+recompute), the model's own hooks, a call a column cannot hold, a failed run's `error`; and
+the same with tensors that vary, for the `/` search (tests/engine/test_search_packed.py,
+tests/ui/test_ui_search_packed.py)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,35 @@ def firings(n_calls: int = 40) -> list[Event]:
             fire("backward", "user_hook", "", call, user_hook=UserHookCall(hooks[1], returned="replaced"))
     fire("backward", "param_grad", "a", -3)  # a call the column cannot hold: read from the record
     fire("backward", "error", "b", n_calls)
+    return events
+
+
+def _stats(nan: int = 0, posinf: int = 0, neginf: int = 0) -> TensorStats:
+    return TensorStats(count=4, finite=4 - nan - posinf - neginf, min=-1.0, max=1.0, mean=0.0, std=1.0, absmax=1.0,
+                       norm=2.0, nan=nan, posinf=posinf, neginf=neginf, nonfinite=nan + posinf + neginf)
+
+
+def searchable_firings() -> list[Event]:
+    """uneven_firings' firings with their tensors made to vary (new objects each call)."""
+    events = firings()
+    last = len(events)
+    for at, event in enumerate(events):
+        tensors = event.tensors
+        if at % 3 == 1:
+            tensors.append(TensorRecord("grad_output[0]", [2, 2], "float32", "cpu", stats=_stats()))
+        if at % 11 == 0:
+            tensors.append(TensorRecord("grad_input[0]", [2, 2], "float32", "cpu", stats=_stats()))
+            tensors.append(TensorRecord("grad_input[1]", None, missing="None"))  # matches no tensor: word
+        if at % 23 == 5:
+            tensors.append(TensorRecord("grad_input[0]", [2, 2], "float32", "cpu"))  # no statistics
+        if at % 13 == 4 or at == last - 3:
+            tensors.append(TensorRecord("grad_input[0]", [2, 2], "float32", "cpu", stats=_stats(nan=1)))
+        if at % 17 == 2 or at == last - 5:
+            tensors[0] = TensorRecord("output", [2, 2], "float32", "cpu", stats=_stats(posinf=2))
+        if at % 19 == 7:
+            tensors.append(TensorRecord("grad_output[0]", [2, 2], "float32", "cpu", stats=_stats(neginf=1)))
+        if at % 29 == 9:
+            event.tensors = []  # none at all
     return events
 
 

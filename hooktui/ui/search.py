@@ -2,7 +2,8 @@
 
 Found as the history grows (each firing is checked once, when first asked about), in
 order of position, hidden firings (legacy ones while `L` hides them) left out: `n` / `N`
-move between these, the timeline marks them and the status line counts them.
+move between these, the timeline marks them and the status line counts them. A packed
+history is searched from its columns, without unpacking it (`Search.positions`).
 """
 
 from __future__ import annotations
@@ -32,13 +33,11 @@ class Matches:
 
     def _catch_up(self) -> array:
         events = self.history.events
-        if self._scanned < len(events):
-            hidden, matches = self.history.hidden, self.search.matches
-            for position in range(self._scanned, len(events)):
-                event = events[position]
-                if event.hook not in hidden and matches(event):
-                    self._positions.append(position)
-            self._scanned = len(events)
+        end = len(events)
+        if self._scanned < end:
+            # A packed history's firings are decided from its columns (engine/records/held.py).
+            self._positions.extend(self.search.positions(events, self._scanned, end, self.history.hidden))
+            self._scanned = end
         return self._positions
 
     def __len__(self) -> int:

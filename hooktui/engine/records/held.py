@@ -24,9 +24,13 @@ chunks read are kept decoded, so stepping through firings decodes each chunk onc
 Readers that need only a few facts of every firing decode nothing: each firing's hook
 kind, phase, module and call are kept in narrow columns besides (a byte, a byte, the
 module's one name string, an int64: ~18 bytes a firing), and the positions of the firings
-that name a hook of the model's own. `positions_where` (Explain), `heads` (the timeline's
-filter, the overview's rows: records.firing_heads) and `positions_with_user_hook` (the
-Hooks screen: records.firings_with_user_hook) read them.
+that name a hook of the model's own; and, for the packed firings, filled as a chunk packs
+(its summaries settled then), a byte of NaN/Inf flags and a 2-byte code for the tuple of
+its present tensors' names (a small vocabulary, each tuple kept once): 21 bytes a firing.
+`positions_where` (Explain), `heads` (the timeline's filter, the overview's rows:
+records.firing_heads), `positions_with_user_hook` (the Hooks screen:
+records.firings_with_user_hook) and `positions_matching` (the `/` search:
+analysis/search.py) read them.
 
 A trace shorter than `PACK_AFTER` firings is never packed: it costs little, and its
 records stay the very objects the engine made. The firings after the last whole chunk
@@ -47,7 +51,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
 from itertools import islice
 
@@ -123,6 +127,14 @@ class HeldEvents(Sequence):
         self._hook_names: list[str] = []
         self._phase_codes: dict[str, int] = {}
         self._phase_names: list[str] = []
+        # Of the packed firings only, filled as a chunk packs (its summaries settled then):
+        # whether a tensor holds NaN / Inf (NAN | INF, a byte) and which tensors are there
+        # (a code for the tuple of the present ones' names, from a small vocabulary): what
+        # the `/` search asks of a firing beyond the columns above (positions_matching).
+        self._nonfinite = bytearray()
+        self._names = array("H")  # NO_NAMES past the vocabulary's 65,535th tuple
+        self._name_codes: dict[tuple[str, ...], int] = {}
+        self._name_sets: list[tuple[str, ...]] = []
         self._chunks = _Slab()
         # Value blocks, each once however many records share it (one tensor's summary is
         # shared by the firings that saw it: a module's output is the next one's input).
@@ -173,6 +185,7 @@ class HeldEvents(Sequence):
             self._keys, self._subs, self._cache = array("q"), array("q"), OrderedDict()
             self._hooks, self._phases, self._modules = bytearray(), bytearray(), []
             self._calls, self._user_hooks = array("q"), array("q")
+            self._nonfinite, self._names = bytearray(), array("H")
             self._settled = self._credit = 0
 
     def pack_settled(self) -> bool:
@@ -215,6 +228,15 @@ class HeldEvents(Sequence):
         self._chunks.add(_encode(part, self._blocks, shared, own_trees))
         self._keys.extend([e.index for e in part])
         self._subs.extend([e.sub for e in part])
+        codes, sets = self._name_codes, self._name_sets
+        for event in part:  # read as packed: a failed summary's note was added in _encode
+            self._nonfinite.append(nonfinite_flags(event))
+            names = tuple([t.name for t in event.tensors if not t.is_missing])
+            code = codes.get(names)
+            if code is None and len(sets) < NO_NAMES:
+                code = codes[names] = len(sets)
+                sets.append(names)
+            self._names.append(NO_NAMES if code is None else code)
         del self._tail[:CHUNK]
 
     @property
@@ -363,6 +385,66 @@ class HeldEvents(Sequence):
                 if hooks[at] == code:
                     found.append(at)
 
+    def positions_matching(self, start: int, end: int, *, hook: Callable[[str], bool], phase: Callable[[str], bool],
+                           module: Callable[[str], bool], names: Callable[[tuple[str, ...]], bool] | None = None,
+                           nonfinite: Callable[[int], bool] | None = None,
+                           record: Callable[[Event], bool]) -> list[int]:
+        """Positions from `start` to `end` (or the last) of the firings a query matches, in
+        order, a packed firing decided from the columns without decoding its chunk (the
+        `/` search: engine/analysis/search.py).
+
+        `record(event)` is the whole query; the other tests are its parts, each asked once
+        for each distinct value, not once a firing: of the hook kind, phase and module name
+        (columns every firing has); `names`, of the tuple of the names of the firing's
+        tensors that are not missing, and `nonfinite`, of its NAN | INF flags
+        (`nonfinite_flags`): columns of the packed firings only; None where the query asks
+        nothing of them. A firing the columns cannot tell (one held as a record, for these
+        two; a code past a column's) is read and given to `record` once the others pass."""
+        with self._lock:
+            end = min(end, len(self))
+            packed = len(self._chunks) * CHUNK
+            hooks, phases, modules = self._hooks, self._phases, self._modules
+            flags, name_codes, name_sets = self._nonfinite, self._names, self._name_sets
+            hook_ok = [hook(name) for name in self._hook_names[:255]] + [None]  # None: code 255
+            phase_ok = [phase(name) for name in self._phase_names[:255]] + [None]
+            module_ok: dict[str, bool] = {}
+            flags_ok = None if nonfinite is None else [nonfinite(f) for f in range((NAN | INF) + 1)]
+            names_ok: dict[int, bool | None] = {NO_NAMES: None}
+            asks_more = names is not None or nonfinite is not None
+            found: list[int] = []
+            undecided: list[int] = []
+            for at in range(start, end):
+                ok = hook_ok[hooks[at]]
+                if ok:
+                    ok = phase_ok[phases[at]]
+                    if ok:
+                        name = modules[at]
+                        ok = module_ok.get(name)
+                        if ok is None:
+                            ok = module_ok[name] = module(name)
+                        if ok and asks_more:
+                            if at >= packed:
+                                ok = None
+                            else:
+                                if flags_ok is not None:
+                                    ok = flags_ok[flags[at]]
+                                if ok and names is not None:
+                                    code = name_codes[at]
+                                    ok = names_ok.get(code, _UNASKED)
+                                    if ok is _UNASKED:
+                                        ok = names_ok[code] = names(name_sets[code])
+                if ok:
+                    found.append(at)
+                elif ok is None:
+                    undecided.append(at)
+            tail = self._tail
+            # The tail's records, or (a code past a column's) a chunk decoded.
+            read = [(at, tail[at - packed] if at >= packed else self[at]) for at in undecided]
+        if read:  # out of the lock: a live record's test may compute its NaN counts
+            found.extend(at for at, event in read if record(event))
+            found.sort()
+        return found
+
     def _chunk(self, at: int) -> list[Event]:
         cache = self._cache
         chunk = cache.get(at)
@@ -376,6 +458,23 @@ class HeldEvents(Sequence):
 
 
 NO_CALL = -1  # in the call column: the record's call is not a number the column holds
+NO_NAMES = 0xFFFF  # in the tensor names column: a tuple past the vocabulary (read the record)
+NAN, INF = 1, 2  # in the nonfinite column
+_UNASKED = object()
+
+
+def nonfinite_flags(event: Event) -> int:
+    """NAN if a tensor of `event` holds a NaN, | INF if one holds +/-Inf (its exact counts:
+    the search's `nan` / `inf` / `nonfinite` words, the timeline's `!` column)."""
+    flags = 0
+    for tensor in event.tensors:
+        counts = tensor.nonfinite_counts
+        if counts is not None:
+            if counts[0] > 0:
+                flags |= NAN
+            if counts[1] + counts[2] > 0:
+                flags |= INF
+    return flags
 _INT64_MAX = (1 << 63) - 1
 
 
