@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..records.firing import HOOK_KINDS
-from ..records.held import INF, NAN
+from ..records.held import INF, NAN, nonfinite_flags
 from ..records.records import Event
 
 VALUE_WORDS = ("nan", "inf", "nonfinite")
@@ -105,14 +105,9 @@ def _name_matches(name: str, pattern: str) -> bool:
 
 
 def _has_values(event: Event, word: str) -> bool:
-    for tensor in event.tensors:
-        counts = tensor.nonfinite_counts
-        if counts is None:
-            continue
-        nan, inf = counts[0] > 0, counts[1] + counts[2] > 0
-        if (word == "nan" and nan) or (word == "inf" and inf) or (word == "nonfinite" and (nan or inf)):
-            return True
-    return False
+    """The `nan` / `inf` / `nonfinite` word, of the firing's exact counts: the rule the packed
+    history's flags column keeps (records/held.py `nonfinite_flags`), so both agree."""
+    return bool(nonfinite_flags(event) & _FLAGS[word])
 
 
 def parse_search(text: str) -> Search:
