@@ -16,7 +16,7 @@ from hooktui.ui.screens.breakpoints import BreakpointsScreen
 from hooktui.ui.screens.console import ConsoleScreen
 from hooktui.ui.widgets.explain import ExplainPane
 from burst import burst
-from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, wait_for
+from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, typed, wait_for
 
 
 def first_nan_grad(path):
@@ -109,10 +109,14 @@ def test_console_evaluates_live_tensors_and_shows_errors():
             assert event.hook == "forward_pre" and event.module == "fc1"
             await pilot.press("colon")
             assert isinstance(app.screen, ConsoleScreen)
-            await pilot.press(*"args[0].shape", "enter")
-            await pilot.press(*"args[0] * 2", "enter")
-            await pilot.press(*"grad_output[0]", "enter")
-            await pilot.press(*"1/0", "enter")
+            await typed(pilot, "args[0].shape")
+            await pilot.press("enter")
+            await typed(pilot, "args[0] * 2")
+            await pilot.press("enter")
+            await typed(pilot, "grad_output[0]")
+            await pilot.press("enter")
+            await typed(pilot, "1/0")
+            await pilot.press("enter")
             results = app.console_results
             live_x = app.source.live_firing(event).scope["args"][0]
             assert results[0].ok and results[0].text == repr(live_x.shape)
@@ -139,10 +143,14 @@ def test_console_shows_what_a_line_prints_at_once():
             await pilot.press("n")
             await paused_at(pilot, 1)
             await pilot.press("colon")
-            await pilot.press(*'print("hello")', "enter")
-            await pilot.press(*"print(args[0].sum())", "enter")
-            await pilot.press(*"for i in range(3): print(i, file=sys.stderr if i else sys.stdout)", "enter")
-            await pilot.press(*"import sys", "enter", "up", "up", "enter")  # the loop again, sys bound now
+            await typed(pilot, 'print("hello")')
+            await pilot.press("enter")
+            await typed(pilot, "print(args[0].sum())")
+            await pilot.press("enter")
+            await typed(pilot, "for i in range(3): print(i, file=sys.stderr if i else sys.stdout)")
+            await pilot.press("enter")
+            await typed(pilot, "import sys")
+            await pilot.press("enter", "up", "up", "enter")  # the loop again, sys bound now
             results = app.console_results
             live_x = app.source.live_firing(app.current).scope["args"][0]
             assert (results[0].output, results[0].text) == ("hello\n", "")
@@ -191,7 +199,8 @@ def test_console_after_the_run_is_a_post_mortem():
             await pilot.press("colon")
             for line in ("module", "type(model).__name__", "loss.item()", "grads['fc1.weight'].sum().item()",
                          "sorted(grads)", "model.fc1.weight.grad"):
-                await pilot.press(*line, "enter")
+                await typed(pilot, line)
+                await pilot.press("enter")
             module, name, loss_value, grad_sum, names, grad_on_model = app.console_results
             assert not module.ok and "not available at a past firing" in module.text and "model" in module.text
             assert name.text == repr(type(loaded.model).__name__)
@@ -386,11 +395,18 @@ def test_console_runs_statements_and_keeps_their_names_across_firings():
             await pilot.press("n")
             await paused_at(pilot, 1)
             live_x = app.source.live_firing(app.current).scope["args"][0]
-            await pilot.press("colon", *"x = args[0] * 3", "enter", *"import math", "enter", "escape")
+            await pilot.press("colon")
+            await typed(pilot, "x = args[0] * 3")
+            await pilot.press("enter")
+            await typed(pilot, "import math")
+            await pilot.press("enter", "escape")
             await pilot.press("n")
             await paused_at(pilot, 2)
-            await pilot.press("colon", *"math.isclose(x.sum().item(), 3 * XSUM)".replace("XSUM", repr(live_x.sum().item())), "enter",
-                              *"x = = 1", "enter")
+            await pilot.press("colon")
+            await typed(pilot, "math.isclose(x.sum().item(), 3 * XSUM)".replace("XSUM", repr(live_x.sum().item())))
+            await pilot.press("enter")
+            await typed(pilot, "x = = 1")
+            await pilot.press("enter")
             results = app.console_results
             assert [r.text for r in results[:2]] == ["ok", "ok"]
             assert results[2].ok and results[2].text == "True"
