@@ -172,7 +172,10 @@ def test_console_on_a_recorded_trace_says_what_is_not_available():
     async def script():
         async with app.run_test(size=(100, 30), notifications=False) as pilot:
             await pilot.pause()
-            await pilot.press("colon", *"tensors['args[0]']", "enter", *"grad_output", "enter", *"event.hook", "enter")
+            await pilot.press("colon")
+            for line in ("tensors['args[0]']", "grad_output", "event.hook"):
+                await typed(pilot, line)
+                await pilot.press("enter")
             first, second, third = app.console_results
             assert first.tensor is not None and first.tensor.shape == [1, 2]
             assert not second.ok and "not available here: a recorded trace" in second.text
@@ -243,7 +246,10 @@ def test_snapshot_console_with_a_result(snap_compare, _repo_root):
         await paused_at(pilot, 0)
         await pilot.press("n")
         await paused_at(pilot, 1)
-        await pilot.press("colon", *"args[0] * 2", "enter", *"args[0].shape", "enter", *"grad_output[0]", "enter")
+        await pilot.press("colon")
+        for line in ("args[0] * 2", "args[0].shape", "grad_output[0]"):
+            await typed(pilot, line)
+            await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.console_results) == 3, "three results")
         app.screen.query_one("#console-input").cursor_blink = False  # the cursor shown, not caught mid-blink
         await pilot.pause()
@@ -288,14 +294,19 @@ def test_condition_and_threshold_added_in_the_app_stop_the_run():
 
     async def script():
         async with paused_at_start(app, size=(100, 30)) as pilot:
-            await pilot.press("K", *'if grad_output is not None and module.__class__.__name__ == "Linear"', "enter", "escape")
+            condition = 'if grad_output is not None and module.__class__.__name__ == "Linear"'
+            await pilot.press("K", condition[0])  # the first key starts the input
+            await typed(pilot, condition[1:], holds=condition)
+            await pilot.press("enter", "escape")
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the condition's stop")
             event = app.current
             # The first Linear backward_pre: backward starts at fc2 (the last layer).
             assert (event.module, event.hook) == ("fc2", "backward_pre")
             assert "is true" in app.stops[event.key].reason
-            await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
+            await pilot.press("K", "d", "a")
+            await typed(pilot, "absmax > 0 in fc1 backward tensor grad_output*")
+            await pilot.press("enter", "escape", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
             assert (app.current.hook, app.stops[app.current.key].breakpoint.kind) == ("backward_pre", "threshold")
 

@@ -48,14 +48,15 @@ async def wait_for(pilot, predicate: Callable[[], bool], what: str = "condition"
         await pilot.pause(0.01)
 
 
-async def typed(pilot, text: str) -> None:
+async def typed(pilot, text: str, holds: str | None = None) -> None:
     """`text` typed into the focused input as fast typing comes (burst.py: every key in the
-    queue at once), then waited on until the input holds it. The pilot's `press` waits for the
-    app to be idle after each key (~50 ms a key on a busy machine): a console line paid that
-    for every character."""
+    queue at once), then waited on until the input holds it (or `holds`: what was typed before
+    and `text`). The pilot's `press` waits for the app to be idle after each key (~50 ms a key
+    on a busy machine): a console line paid that for every character."""
     app = pilot.app
+    holds = text if holds is None else holds
     burst(app, text)
-    await wait_for(pilot, lambda: getattr(app.focused, "value", None) == text, f"{text!r} in the focused input")
+    await wait_for(pilot, lambda: getattr(app.focused, "value", None) == holds, f"{holds!r} in the focused input")
 
 
 async def paused_at(pilot, position: int) -> None:
