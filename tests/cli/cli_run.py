@@ -1,7 +1,10 @@
 """Run `python -m hooktui ...` in subprocesses. Each one pays ~1.5 s for importing
 torch, so the test modules start theirs when they are imported (at collection): they
 run on the second core while the engine tests run, and the fixtures collect them (under
-pytest-xdist, where the other core has a worker of its own, when first asked for)."""
+pytest-xdist, where the other core has a worker of its own, when first asked for).
+A module whose command lines do not depend on a fresh interpreter's start (what is
+imported, a pipe for stdout) asks for them `forked`: one interpreter imports torch once and
+forks a child a command line (forked_runs.py), ~2 s less a run."""
 
 from __future__ import annotations
 
