@@ -7,7 +7,7 @@ import pytest
 
 from cli_run import SAMPLES, results as wait_for, start_many
 
-_RUNS = start_many({
+_RUNS = start_many(forked=True, commands={  # one interpreter, a fork a run (cli_run.hooktui_forked)
     "table": ("trace", SAMPLES / "nan_hunt.py", "--stop-at-nonfinite"),
     "json": ("trace", SAMPLES / "nan_hunt.py", "--stop-at-nonfinite", "--json"),
     "clean": ("trace", SAMPLES / "cnn.py", "--stop-at-nonfinite"),

@@ -53,7 +53,7 @@ def _runs() -> dict:
     return commands
 
 
-_RUNS = start_many(_runs())
+_RUNS = start_many(_runs(), forked=True)  # trace runs only: one interpreter, a fork a run (cli_run.hooktui_forked)
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ _COMMANDS[("cnn", "values16")] = ("trace", SAMPLES / "cnn.py", "--json", "--valu
 _COMMANDS[("cnn", "values-1")] = ("trace", SAMPLES / "cnn.py", "--values=-1")
 _COMMANDS[("cnn", "open-values")] = ("open", SAMPLES / "cnn.py", "--values", "3")
 # Started at import (collection): they run while other tests do.
-_RUNS = start_many(_COMMANDS)
+_RUNS = start_many(_COMMANDS, forked=True)  # one interpreter, a fork a run (cli_run.hooktui_forked)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from hooktui.ui.screens.breakpoints import BreakpointsScreen
 from hooktui.ui.screens.console import ConsoleScreen
 from hooktui.ui.widgets.explain import ExplainPane
 from burst import burst
-from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, wait_for
+from ui_helpers import ROOT, SAMPLES, paused_at, paused_at_start, run, sample_app, typed, wait_for
 
 
 def first_nan_grad(path):
@@ -109,10 +109,14 @@ def test_console_evaluates_live_tensors_and_shows_errors():
             assert event.hook == "forward_pre" and event.module == "fc1"
             await pilot.press("colon")
             assert isinstance(app.screen, ConsoleScreen)
-            await pilot.press(*"args[0].shape", "enter")
-            await pilot.press(*"args[0] * 2", "enter")
-            await pilot.press(*"grad_output[0]", "enter")
-            await pilot.press(*"1/0", "enter")
+            await typed(pilot, "args[0].shape")
+            await pilot.press("enter")
+            await typed(pilot, "args[0] * 2")
+            await pilot.press("enter")
+            await typed(pilot, "grad_output[0]")
+            await pilot.press("enter")
+            await typed(pilot, "1/0")
+            await pilot.press("enter")
             results = app.console_results
             live_x = app.source.live_firing(event).scope["args"][0]
             assert results[0].ok and results[0].text == repr(live_x.shape)
@@ -139,10 +143,14 @@ def test_console_shows_what_a_line_prints_at_once():
             await pilot.press("n")
             await paused_at(pilot, 1)
             await pilot.press("colon")
-            await pilot.press(*'print("hello")', "enter")
-            await pilot.press(*"print(args[0].sum())", "enter")
-            await pilot.press(*"for i in range(3): print(i, file=sys.stderr if i else sys.stdout)", "enter")
-            await pilot.press(*"import sys", "enter", "up", "up", "enter")  # the loop again, sys bound now
+            await typed(pilot, 'print("hello")')
+            await pilot.press("enter")
+            await typed(pilot, "print(args[0].sum())")
+            await pilot.press("enter")
+            await typed(pilot, "for i in range(3): print(i, file=sys.stderr if i else sys.stdout)")
+            await pilot.press("enter")
+            await typed(pilot, "import sys")
+            await pilot.press("enter", "up", "up", "enter")  # the loop again, sys bound now
             results = app.console_results
             live_x = app.source.live_firing(app.current).scope["args"][0]
             assert (results[0].output, results[0].text) == ("hello\n", "")
@@ -164,7 +172,10 @@ def test_console_on_a_recorded_trace_says_what_is_not_available():
     async def script():
         async with app.run_test(size=(100, 30), notifications=False) as pilot:
             await pilot.pause()
-            await pilot.press("colon", *"tensors['args[0]']", "enter", *"grad_output", "enter", *"event.hook", "enter")
+            await pilot.press("colon")
+            for line in ("tensors['args[0]']", "grad_output", "event.hook"):
+                await typed(pilot, line)
+                await pilot.press("enter")
             first, second, third = app.console_results
             assert first.tensor is not None and first.tensor.shape == [1, 2]
             assert not second.ok and "not available here: a recorded trace" in second.text
@@ -191,7 +202,8 @@ def test_console_after_the_run_is_a_post_mortem():
             await pilot.press("colon")
             for line in ("module", "type(model).__name__", "loss.item()", "grads['fc1.weight'].sum().item()",
                          "sorted(grads)", "model.fc1.weight.grad"):
-                await pilot.press(*line, "enter")
+                await typed(pilot, line)
+                await pilot.press("enter")
             module, name, loss_value, grad_sum, names, grad_on_model = app.console_results
             assert not module.ok and "not available at a past firing" in module.text and "model" in module.text
             assert name.text == repr(type(loaded.model).__name__)
@@ -234,7 +246,10 @@ def test_snapshot_console_with_a_result(snap_compare, _repo_root):
         await paused_at(pilot, 0)
         await pilot.press("n")
         await paused_at(pilot, 1)
-        await pilot.press("colon", *"args[0] * 2", "enter", *"args[0].shape", "enter", *"grad_output[0]", "enter")
+        await pilot.press("colon")
+        for line in ("args[0] * 2", "args[0].shape", "grad_output[0]"):
+            await typed(pilot, line)
+            await pilot.press("enter")
         await wait_for(pilot, lambda: len(app.console_results) == 3, "three results")
         app.screen.query_one("#console-input").cursor_blink = False  # the cursor shown, not caught mid-blink
         await pilot.pause()
@@ -279,14 +294,19 @@ def test_condition_and_threshold_added_in_the_app_stop_the_run():
 
     async def script():
         async with paused_at_start(app, size=(100, 30)) as pilot:
-            await pilot.press("K", *'if grad_output is not None and module.__class__.__name__ == "Linear"', "enter", "escape")
+            condition = 'if grad_output is not None and module.__class__.__name__ == "Linear"'
+            await pilot.press("K", condition[0])  # the first key starts the input
+            await typed(pilot, condition[1:], holds=condition)
+            await pilot.press("enter", "escape")
             await pilot.press("c")
             await wait_for(pilot, lambda: app.state == "paused" and app.history.cursor > 0, "the condition's stop")
             event = app.current
             # The first Linear backward_pre: backward starts at fc2 (the last layer).
             assert (event.module, event.hook) == ("fc2", "backward_pre")
             assert "is true" in app.stops[event.key].reason
-            await pilot.press("K", "d", "a", *"absmax > 0 in fc1 backward tensor grad_output*", "enter", "escape", "c")
+            await pilot.press("K", "d", "a")
+            await typed(pilot, "absmax > 0 in fc1 backward tensor grad_output*")
+            await pilot.press("enter", "escape", "c")
             await wait_for(pilot, lambda: app.state == "paused" and app.current.module == "fc1", "the threshold's stop")
             assert (app.current.hook, app.stops[app.current.key].breakpoint.kind) == ("backward_pre", "threshold")
 
@@ -386,11 +406,18 @@ def test_console_runs_statements_and_keeps_their_names_across_firings():
             await pilot.press("n")
             await paused_at(pilot, 1)
             live_x = app.source.live_firing(app.current).scope["args"][0]
-            await pilot.press("colon", *"x = args[0] * 3", "enter", *"import math", "enter", "escape")
+            await pilot.press("colon")
+            await typed(pilot, "x = args[0] * 3")
+            await pilot.press("enter")
+            await typed(pilot, "import math")
+            await pilot.press("enter", "escape")
             await pilot.press("n")
             await paused_at(pilot, 2)
-            await pilot.press("colon", *"math.isclose(x.sum().item(), 3 * XSUM)".replace("XSUM", repr(live_x.sum().item())), "enter",
-                              *"x = = 1", "enter")
+            await pilot.press("colon")
+            await typed(pilot, "math.isclose(x.sum().item(), 3 * XSUM)".replace("XSUM", repr(live_x.sum().item())))
+            await pilot.press("enter")
+            await typed(pilot, "x = = 1")
+            await pilot.press("enter")
             results = app.console_results
             assert [r.text for r in results[:2]] == ["ok", "ok"]
             assert results[2].ok and results[2].text == "True"

@@ -15,6 +15,8 @@ from hooktui.engine.run.session import record
 from hooktui.ui.app import HooktuiApp
 from hooktui.ui.sources import LiveSource
 
+from burst import burst
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_models"
 TIMEOUT = 60.0  # a safety net: waits end as soon as their condition holds
@@ -44,6 +46,17 @@ async def wait_for(pilot, predicate: Callable[[], bool], what: str = "condition"
             app = pilot.app
             raise AssertionError(f"timed out waiting for {what}: state={app.state} cursor={app.history.cursor} n={len(app.history)}")
         await pilot.pause(0.01)
+
+
+async def typed(pilot, text: str, holds: str | None = None) -> None:
+    """`text` typed into the focused input as fast typing comes (burst.py: every key in the
+    queue at once), then waited on until the input holds it (or `holds`: what was typed before
+    and `text`). The pilot's `press` waits for the app to be idle after each key (~50 ms a key
+    on a busy machine): a console line paid that for every character."""
+    app = pilot.app
+    holds = text if holds is None else holds
+    burst(app, text)
+    await wait_for(pilot, lambda: getattr(app.focused, "value", None) == holds, f"{holds!r} in the focused input")
 
 
 async def paused_at(pilot, position: int) -> None:
