@@ -31,7 +31,9 @@ def test_the_app_pauses_at_a_final_grad_and_shows_it_readable_at_80x24(tmp_path)
             async with paused_at_start(app) as pilot:
                 await pilot.press("c")
                 await wait_for(pilot, lambda: app.state == "paused" and app.current.hook == "final_grad", "the final_grad")
-                await pilot.pause()  # the screen drawn for it (once, in CI under load, read before)
+                # The screen drawn for it: the app's state changes before its next paint, and a
+                # pause of the pilot alone was not always enough under load (read before, twice).
+                await wait_for(pilot, lambda: any(f"▶{app.current.number} " in r for r in screen_rows(app)), "the row drawn")
                 event = app.current
                 (tensor,) = event.tensors
                 expected.update(target=tensor.target, shape=tensor.shape)
