@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .firing import HOOK_KINDS  # noqa: F401  (every kind a firing may have: firing.py is the one list)
@@ -434,7 +434,12 @@ class TraceInfo:
     stopped_sub: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # What asdict makes, field by field, without its deep copies: a 200,000-module header
+        # took asdict ~7 s (plain() ~2 s; each module's dict made directly, ~0.3 s).
+        data = {}
+        for name in _field_names(TraceInfo):
+            value = getattr(self, name)
+            data[name] = [_module_dict(m) for m in value] if name == "modules" else plain(value)
         for name in ("rank", "world_size"):
             if data[name] is None:
                 del data[name]  # a single process's header is what it was before ranks were recorded
@@ -456,6 +461,21 @@ class TraceInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TraceInfo:
         return _build(cls, data)
+
+
+def _module_dict(module: ModuleInfo) -> dict[str, Any]:
+    """plain(module), made directly (a header holds one per module of the model)."""
+    if type(module) is not ModuleInfo:
+        return plain(module)
+    params = {name: list(shape) if type(shape) is list else plain(shape) for name, shape in module.params.items()}
+    return {"name": module.name, "type": module.type, "params": params, "raw_name": module.raw_name}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    return names
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None), Note))  # a Note is its text, with a kind: kept as it is
