@@ -63,7 +63,7 @@ def debug_in_app(session: Session, call_site: str, on_quit: str) -> None:
         _wait_for_step(app)
     # The app is closed: garbage with cycles (its history, its last firings' snapshots),
     # collected before the next step's run freezes the collector, not frozen beside it.
-    session.collect_before_next_run()
+    collector.collect_before_next_run()
     if status > 128:
         # SIGTERM / SIGHUP reached the app: the terminal is back, now the program gets it.
         signal.raise_signal(status - 128)

@@ -501,7 +501,7 @@ def plain(value: Any) -> Any:
     if names is None:
         if not is_dataclass(value):
             return copy.deepcopy(value)  # not a record's kind of value: as asdict does
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+        names = _field_names(kind)
     return {name: plain(getattr(value, name)) for name in names}
 
 

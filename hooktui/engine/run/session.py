@@ -274,12 +274,6 @@ class Session:
         collected before the next run freezes the collector (capture/collector.py), so that
         the next run never has two sets of the model's gradients (or two histories) alive."""
         self._drop_results()
-        self.collect_before_next_run()
-
-    @staticmethod
-    def collect_before_next_run() -> None:
-        """The app that showed this run is closed, and garbage with cycles: collected once
-        before the next run (of any session) freezes the collector, not frozen with it."""
         collector.collect_before_next_run()
 
     def _drop_results(self) -> None:
